@@ -1,0 +1,3 @@
+"""polykernel: one JAX primitive, many kernel technologies."""
+
+from ._version import __version__ as __version__
