@@ -1,0 +1,25 @@
+"""Every script in examples/ runs to completion (each checks its own numbers)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_runs(script: Path, run_env: dict[str, str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, (
+        f"{script.name} failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    )
