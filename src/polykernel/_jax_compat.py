@@ -85,6 +85,7 @@ def _epoch() -> Any:
                 0,
                 "Incremented by polykernel whenever a backend default changes.",
                 include_in_jit_key=True,
+                include_in_trace_context=True,
             )
         return _epoch_state
 

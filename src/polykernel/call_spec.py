@@ -1,0 +1,77 @@
+"""Validate and normalise what a caller passes to a primitive: ``outs`` and keywords.
+
+``outs`` may be one ``ShapeDtypeStruct``-like object (anything with ``.shape`` and
+``.dtype``) or any pytree of them; the call returns arrays in the same structure.
+Extra keyword arguments become primitive parameters, so they must be hashable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from .errors import KernelRegistrationError
+
+__all__ = ["RESERVED_KEYWORDS", "check_keywords", "flatten_outs"]
+
+#: Keywords with a meaning of their own; a kernel parameter cannot use these names.
+RESERVED_KEYWORDS = frozenset({"outs", "backend", "ins"})
+
+
+def _is_struct(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def flatten_outs(
+    owner: str, outs: Any
+) -> tuple[tuple[jax.ShapeDtypeStruct, ...], Any]:
+    """Flatten ``outs`` into hashable structs plus the tree to rebuild results.
+
+    Raises:
+        KernelRegistrationError: ``outs`` is empty or holds something without
+            ``.shape``/``.dtype``.
+    """
+    leaves, treedef = jax.tree.flatten(outs, is_leaf=_is_struct)
+    if not leaves:
+        raise KernelRegistrationError(
+            f"XLACustomKernel '{owner}': `outs` is empty (got {outs!r}). Pass one "
+            f"jax.ShapeDtypeStruct or a list of them, one per kernel output."
+        )
+    structs = []
+    for i, leaf in enumerate(leaves):
+        if not _is_struct(leaf):
+            raise KernelRegistrationError(
+                f"XLACustomKernel '{owner}': `outs` leaf {i} has no shape/dtype (got "
+                f"{type(leaf).__name__}: {leaf!r}). Describe each output with "
+                f"jax.ShapeDtypeStruct(shape, dtype)."
+            )
+        shape = tuple(int(d) for d in leaf.shape)
+        structs.append(jax.ShapeDtypeStruct(shape, np.dtype(leaf.dtype)))
+    return tuple(structs), treedef
+
+
+def check_keywords(owner: str, kwargs: Mapping[str, Any]) -> None:
+    """Reject reserved or unhashable keyword arguments with a message naming them.
+
+    Raises:
+        KernelRegistrationError: a keyword uses a reserved name.
+        TypeError: a keyword's value is not hashable.
+    """
+    for key, value in kwargs.items():
+        if key in RESERVED_KEYWORDS:
+            raise KernelRegistrationError(
+                f"XLACustomKernel '{owner}': keyword '{key}' is reserved (reserved: "
+                f"{sorted(RESERVED_KEYWORDS)}). Rename the kernel parameter."
+            )
+        try:
+            hash(value)
+        except TypeError:
+            raise TypeError(
+                f"XLACustomKernel '{owner}': keyword argument '{key}' must be hashable "
+                f"because it becomes a static primitive parameter (got "
+                f"{type(value).__name__}). Pass a tuple instead of a list, or a Python "
+                f"scalar instead of an array."
+            ) from None

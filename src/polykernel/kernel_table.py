@@ -1,0 +1,139 @@
+"""Which kernels a primitive has, per platform, and which one each platform uses.
+
+A :class:`KernelTable` maps ``platform -> backend -> KernelEntry`` and keeps one
+default backend per platform. Precedence, highest first, when a call does not pass
+``backend=``:
+
+1. ``set_default(platform, backend)`` called at run time;
+2. a tuned default persisted by ``polykernel benchmark --save-defaults`` (applied the
+   first time the table is asked, and only if that backend is registered here);
+3. ``asdefault=True`` at registration, else the first backend registered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .errors import KernelNotAvailableError, KernelRegistrationError
+
+__all__ = ["KNOWN_PLATFORMS", "KernelEntry", "KernelTable", "lowering_platforms"]
+
+#: Platforms a kernel can be registered for, and the JAX lowering platforms each covers.
+KNOWN_PLATFORMS: dict[str, tuple[str, ...]] = {
+    "cpu": ("cpu",),
+    "gpu": ("cuda", "rocm"),
+    "tpu": ("tpu",),
+}
+_PLATFORM_OF_LOWERING = {low: plat for plat, lows in KNOWN_PLATFORMS.items() for low in lows}
+
+
+def lowering_platforms() -> dict[str, str]:
+    """Map each JAX lowering platform (``cuda``, ``rocm``, ...) to our platform name."""
+    return dict(_PLATFORM_OF_LOWERING)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelEntry:
+    """One registered kernel: a generator for one backend on one platform.
+
+    Attributes:
+        backend: Kernel technology, e.g. ``'numba'``, ``'cuda_raw'``, ``'jax_raw'``.
+        platform: Where it runs: ``'cpu'``, ``'gpu'`` or ``'tpu'``.
+        kernel_generator: Called at lowering time with ``outs``, the call's keyword
+            arguments and (if it declares an ``ins`` parameter) the input avals; returns
+            a JAX-traceable function of the inputs.
+    """
+
+    backend: str
+    platform: str
+    kernel_generator: Callable[..., Callable[..., Any]]
+
+
+class KernelTable:
+    """Per-platform kernel entries and default backends of one primitive."""
+
+    def __init__(self, owner: str) -> None:
+        self._owner = owner
+        self._entries: dict[str, dict[str, KernelEntry]] = {}
+        self._defaults: dict[str, str] = {}
+        self._runtime_choice: set[str] = set()  # platforms set via set_default()
+        self._tuned: dict[str, str] | None = None  # persisted choices, read lazily
+        self._lock = threading.RLock()
+
+    # -- registration ------------------------------------------------------------
+    def add(self, entry: KernelEntry, asdefault: bool) -> None:
+        with self._lock:
+            per_platform = self._entries.setdefault(entry.platform, {})
+            per_platform[entry.backend] = entry
+            if asdefault or entry.platform not in self._defaults:
+                self._defaults[entry.platform] = entry.backend
+
+    def set_default(self, platform: str, backend: str) -> bool:
+        """Make ``backend`` the default of ``platform``; return True if it changed."""
+        with self._lock:
+            if platform not in self._entries:
+                raise KernelRegistrationError(
+                    f"XLACustomKernel '{self._owner}'.set_default(): no kernels are "
+                    f"registered for platform '{platform}' (platforms with kernels: "
+                    f"{self.platforms()}). Register one first, e.g. with "
+                    f"def_kernel(backend, '{platform}', generator)."
+                )
+            if backend not in self._entries[platform]:
+                raise KernelRegistrationError(
+                    f"XLACustomKernel '{self._owner}'.set_default(): backend "
+                    f"'{backend}' is not registered for platform '{platform}' "
+                    f"(registered: {self.backends(platform)}). Pick one of those or "
+                    f"register '{backend}' first."
+                )
+            self._runtime_choice.add(platform)
+            changed = self._defaults.get(platform) != backend
+            self._defaults[platform] = backend
+            return changed
+
+    # -- queries -----------------------------------------------------------------
+    def platforms(self) -> list[str]:
+        return sorted(self._entries)
+
+    def backends(self, platform: str) -> list[str]:
+        return list(self._entries.get(platform, {}))
+
+    def default(self, platform: str) -> str | None:
+        if platform not in self._runtime_choice:
+            tuned = self._tuned_defaults().get(platform)
+            if tuned is not None and tuned in self._entries.get(platform, {}):
+                return tuned
+        return self._defaults.get(platform)
+
+    def defaults(self) -> dict[str, str]:
+        return {p: b for p in self._defaults if (b := self.default(p)) is not None}
+
+    def resolve(self, platform: str, backend: str | None) -> KernelEntry:
+        """Return the entry a call on ``platform`` uses (``backend`` wins if given)."""
+        per_platform = self._entries.get(platform)
+        if not per_platform:
+            raise KernelNotAvailableError(
+                f"XLACustomKernel '{self._owner}' has no kernel for platform "
+                f"'{platform}' (platforms with kernels: {self.platforms()}). Register "
+                f"one with def_kernel(backend, '{platform}', generator), or run on one "
+                f"of those platforms."
+            )
+        name = backend if backend is not None else self.default(platform)
+        if name not in per_platform:
+            raise KernelNotAvailableError(
+                f"XLACustomKernel '{self._owner}': backend '{name}' is not registered "
+                f"for platform '{platform}' (registered: {list(per_platform)}). Pass "
+                f"one of those as backend=..., or register '{name}' for '{platform}'."
+            )
+        return per_platform[name]
+
+    def _tuned_defaults(self) -> dict[str, str]:
+        # Read once, lazily, so that importing or defining a primitive never touches
+        # the disk; a later `polykernel defaults clear` takes effect in new processes.
+        if self._tuned is None:
+            from .tuned_defaults import load_defaults
+
+            self._tuned = dict(load_defaults().get(self._owner, {}))
+        return self._tuned

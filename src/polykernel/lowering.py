@@ -1,0 +1,97 @@
+"""Per-platform lowering: pick the backend, run its generator, lower what it returns.
+
+The lowering rule runs once per compilation. It resolves the backend (per-call
+``backend=`` first, then the primitive's default for the platform), calls the kernel
+generator with ``outs``, the bound keywords and (if declared) ``ins``, and lowers the
+returned JAX-traceable function with ``mlir.lower_fun``. Because the choice happens per
+lowering platform, one ``jax.export`` can carry a different backend per platform.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._jax_compat import lower_fun
+from .errors import KernelCompilationError
+from .kernel_table import KernelEntry, KernelTable
+
+__all__ = ["call_generator", "make_lowering_rule"]
+
+
+@functools.lru_cache(maxsize=512)
+def _accepts_ins(generator: Callable[..., Any]) -> bool:
+    try:
+        return "ins" in inspect.signature(generator).parameters
+    except (TypeError, ValueError):  # builtins / C callables have no signature
+        return False
+
+
+def call_generator(
+    entry: KernelEntry,
+    outs: tuple[Any, ...],
+    ins: Sequence[Any],
+    params: dict[str, Any],
+) -> Callable[..., Any]:
+    """Call ``entry``'s generator; pass ``ins`` only when its signature names it."""
+    extra = {"ins": tuple(ins)} if _accepts_ins(entry.kernel_generator) else {}
+    kernel = entry.kernel_generator(outs=outs, **params, **extra)
+    if not callable(kernel):
+        raise TypeError(
+            f"the generator returned {type(kernel).__name__}, expected a callable "
+            f"taking the inputs"
+        )
+    return kernel
+
+
+def _as_list(result: Any, n_outs: int) -> list[Any]:
+    items = list(result) if isinstance(result, (list, tuple)) else [result]
+    if len(items) != n_outs:
+        raise ValueError(
+            f"the kernel returned {len(items)} array(s), expected {n_outs} (one per "
+            f"entry of `outs`)"
+        )
+    return items
+
+
+def _switch_hint(table: KernelTable, owner: str, platform: str, failed: str) -> str:
+    others = [b for b in table.backends(platform) if b != failed]
+    if not others:
+        return (
+            f"No other backend is registered for '{platform}'; register one with "
+            f"def_kernel(backend, '{platform}', generator)."
+        )
+    return (
+        f"Other backends registered for '{platform}': {others}. Switch with "
+        f"set_default('{platform}', '{others[0]}') on XLACustomKernel '{owner}', "
+        f"or pass backend='{others[0]}' to the call."
+    )
+
+
+def make_lowering_rule(
+    owner: str, table: KernelTable, platform: str
+) -> Callable[..., Any]:
+    """Build the MLIR lowering rule of primitive ``owner`` for our ``platform``."""
+
+    def rule(ctx: Any, *args: Any, outs: tuple[Any, ...], backend: str | None,
+             **params: Any) -> Any:
+        entry = table.resolve(platform, backend)
+        try:
+            kernel = call_generator(entry, outs, ctx.avals_in, params)
+            lowered = lower_fun(
+                lambda *xs: _as_list(kernel(*xs), len(outs)), multiple_results=True
+            )
+            return lowered(ctx, *args)
+        except KernelCompilationError:
+            raise
+        except Exception as err:
+            raise KernelCompilationError(
+                f"XLACustomKernel '{owner}': the '{entry.backend}' kernel for platform "
+                f"'{platform}' failed to build or lower ({type(err).__name__}: {err}). "
+                + _switch_hint(table, owner, platform, entry.backend)
+            ) from err
+
+    rule.__name__ = f"lower_{owner}_{platform}".replace(".", "_")
+    return rule

@@ -1,0 +1,299 @@
+"""``XLACustomKernel``: one JAX primitive backed by kernels from many technologies.
+
+The class owns a JAX ``Primitive`` (multiple results), a :class:`KernelTable` of
+kernel generators per platform and backend, and the primitive's transformation rules.
+All JAX rule tables are written in the wiring block of ``__init__`` (through
+``_jax_compat``); everything else is bookkeeping.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from . import _jax_compat as jc, registry
+from .call_spec import check_keywords, flatten_outs
+from .errors import KernelRegistrationError
+from .kernel_table import KNOWN_PLATFORMS, KernelEntry, KernelTable
+from .lowering import make_lowering_rule
+from .transforms import defjvp, general_batching_rule
+
+__all__ = ["XLACustomKernel"]
+
+KernelGenerator = Callable[..., Callable[..., Any]]
+
+
+def _check_platform(owner: str, method: str, platform: Any, allowed: Sequence[str]) -> None:
+    if platform not in allowed:
+        raise KernelRegistrationError(
+            f"XLACustomKernel '{owner}'.{method}(): platform must be one of "
+            f"{list(allowed)} (got {platform!r})."
+        )
+
+
+class XLACustomKernel:
+    """A JAX primitive whose implementation is chosen per platform and backend.
+
+    Register kernel generators with :meth:`def_kernel` (or a ``def_<backend>_kernel``
+    shorthand), optionally add transformation rules, then call the instance with
+    inputs and an ``outs`` description. The first kernel registered for a platform
+    becomes its default.
+
+    Attributes:
+        name: The primitive's name (also its key in the global registry).
+        primitive: The underlying ``jax.extend.core.Primitive``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, polykernel as pk
+        >>> op = pk.XLACustomKernel("doc.double")
+        >>> op.def_kernel("jax_raw", "cpu", lambda outs, **kw: lambda x: 2 * x)
+        >>> op(jnp.arange(3.0), outs=jax.ShapeDtypeStruct((3,), jnp.float32))
+        Array([0., 2., 4.], dtype=float32)
+    """
+
+    def __init__(self, name: str, doc: str | None = None) -> None:
+        if not isinstance(name, str) or not name:
+            raise KernelRegistrationError(
+                f"XLACustomKernel(name=...): name must be a non-empty string (got "
+                f"{name!r}), e.g. XLACustomKernel('mylib.csrmv')."
+            )
+        self.name = name
+        self.__doc__ = doc or type(self).__doc__
+        self._table = KernelTable(name)
+        self._tags: tuple[str, ...] = ()
+        self._call_fn: Callable[..., Any] | None = None
+        self._benchmark_data_fn: Callable[..., Any] | None = None
+
+        # -- wiring block: every JAX rule table this primitive touches --------------
+        jc.ensure_dispatch_epoch()
+        self.primitive = jc.Primitive(name)
+        self.primitive.multiple_results = True
+        self.primitive.def_impl(functools.partial(jc.apply_primitive, self.primitive))
+        self.primitive.def_abstract_eval(_abstract_eval)
+        for platform in KNOWN_PLATFORMS:
+            rule = make_lowering_rule(name, self._table, platform)
+            for lowering_platform in KNOWN_PLATFORMS[platform]:
+                jc.register_lowering(self.primitive, rule, platform=lowering_platform)
+        self.register_general_batching()
+        registry.register(self)
+
+    def __repr__(self) -> str:
+        return f"XLACustomKernel({self.name!r}, defaults={self.defaults})"
+
+    # -- calling -------------------------------------------------------------------
+    def __call__(self, *ins: Any, outs: Any, backend: str | None = None,
+                 **kwargs: Any) -> Any:
+        """Bind the primitive on ``ins``; return arrays shaped like ``outs``.
+
+        Args:
+            *ins: Input arrays (anything ``jnp.asarray`` accepts).
+            outs: One ``jax.ShapeDtypeStruct``-like object or a pytree of them.
+            backend: Use this backend instead of the platform's default.
+            **kwargs: Static, hashable parameters forwarded to the kernel generator.
+
+        Returns:
+            One array per leaf of ``outs``, in the structure of ``outs``.
+        """
+        structs, treedef = flatten_outs(self.name, outs)
+        check_keywords(self.name, kwargs)
+        if backend is not None:
+            self._check_backend_known(backend)
+        arrays = [x if hasattr(x, "aval") else jnp.asarray(x) for x in ins]
+        results = self.primitive.bind(*arrays, outs=structs, backend=backend, **kwargs)
+        return treedef.unflatten(results)
+
+    def _check_backend_known(self, backend: str) -> None:
+        known = {b for p in self._table.platforms() for b in self._table.backends(p)}
+        if backend not in known:
+            raise KernelRegistrationError(
+                f"XLACustomKernel '{self.name}': backend {backend!r} is not registered "
+                f"on any platform (registered: "
+                f"{ {p: self._table.backends(p) for p in self._table.platforms()} }). "
+                f"Pass one of those, or None for the platform default."
+            )
+
+    # -- kernel registration -------------------------------------------------------
+    def def_kernel(self, backend: str, platform: str, kg: KernelGenerator,
+                   asdefault: bool = False) -> None:
+        """Register kernel generator ``kg`` for ``backend`` on ``platform``.
+
+        The first backend registered for a platform becomes its default;
+        ``asdefault=True`` makes this one the default instead.
+
+        Example:
+            >>> import polykernel as pk
+            >>> op = pk.XLACustomKernel("doc.def_kernel")
+            >>> op.def_kernel("jax_raw", "cpu", lambda outs, **kw: lambda x: x + 1)
+            >>> op.available_backends("cpu")
+            ['jax_raw']
+        """
+        if not isinstance(backend, str) or not backend:
+            raise KernelRegistrationError(
+                f"XLACustomKernel '{self.name}'.def_kernel(): backend must be a "
+                f"non-empty string such as 'numba' (got {backend!r})."
+            )
+        _check_platform(self.name, "def_kernel", platform, list(KNOWN_PLATFORMS))
+        if not callable(kg):
+            raise KernelRegistrationError(
+                f"XLACustomKernel '{self.name}'.def_kernel(): the kernel generator "
+                f"must be callable (got {type(kg).__name__}). Pass a function that "
+                f"takes outs=... and keywords and returns the kernel function."
+            )
+        old_default = self._table.default(platform)
+        self._table.add(KernelEntry(backend, platform, kg), asdefault=asdefault)
+        if old_default is not None and self._table.default(platform) != old_default:
+            jc.bump_dispatch_epoch()
+
+    def def_numba_kernel(self, kg: KernelGenerator, asdefault: bool = False) -> None:
+        """Register a Numba kernel generator for the CPU (``def_kernel('numba','cpu')``)."""
+        self.def_kernel("numba", "cpu", kg, asdefault)
+
+    def def_numba_cuda_kernel(self, kg: KernelGenerator, asdefault: bool = False) -> None:
+        """Register a Numba-CUDA kernel generator for the GPU."""
+        self.def_kernel("numba_cuda", "gpu", kg, asdefault)
+
+    def def_warp_kernel(self, kg: KernelGenerator, asdefault: bool = False) -> None:
+        """Register an NVIDIA Warp kernel generator for the GPU."""
+        self.def_kernel("warp", "gpu", kg, asdefault)
+
+    def def_triton_kernel(self, kg: KernelGenerator, asdefault: bool = False) -> None:
+        """Register a Triton kernel generator for the GPU."""
+        self.def_kernel("triton", "gpu", kg, asdefault)
+
+    def def_pallas_kernel(self, platform: str, kg: KernelGenerator,
+                          asdefault: bool = False) -> None:
+        """Register a Pallas kernel generator for ``'gpu'`` or ``'tpu'``."""
+        _check_platform(self.name, "def_pallas_kernel", platform, ["gpu", "tpu"])
+        self.def_kernel("pallas", platform, kg, asdefault)
+
+    def def_cuda_raw_kernel(self, kg: KernelGenerator, platform: str = "gpu",
+                            asdefault: bool = False) -> None:
+        """Register a raw C++ (``'cpu'``) or CUDA (``'gpu'``) kernel generator.
+
+        The generator typically calls ``polykernel.load_cpp_inline`` /
+        ``load_cuda_inline`` and returns a function that calls the loaded module.
+        """
+        _check_platform(self.name, "def_cuda_raw_kernel", platform, ["cpu", "gpu"])
+        self.def_kernel("cuda_raw", platform, kg, asdefault)
+
+    def def_jax_raw_kernel(self, kg: KernelGenerator, platform: str | None = None,
+                           asdefault: bool = False) -> None:
+        """Register a pure-JAX reference kernel for one platform, or all if ``None``."""
+        for p in [platform] if platform is not None else list(KNOWN_PLATFORMS):
+            self.def_kernel("jax_raw", p, kg, asdefault)
+
+    # -- defaults ------------------------------------------------------------------
+    def set_default(self, platform: str, backend: str) -> None:
+        """Make ``backend`` the default for ``platform`` (also for already-jitted code).
+
+        Raises:
+            KernelRegistrationError: (a ``ValueError``) nothing or not ``backend`` is
+                registered for ``platform``.
+        """
+        if self._table.set_default(platform, backend):
+            jc.bump_dispatch_epoch()
+
+    def get_default(self, platform: str) -> str | None:
+        """Return the default backend of ``platform``, or ``None``."""
+        return self._table.default(platform)
+
+    @property
+    def defaults(self) -> dict[str, str]:
+        """A copy of the default backend of every platform."""
+        return self._table.defaults()
+
+    def available_backends(self, platform: str) -> list[str]:
+        """Backends registered for ``platform`` (empty list if none)."""
+        return self._table.backends(platform)
+
+    # -- transformation rules ------------------------------------------------------
+    def def_batching_rule(self, fun: Callable[..., Any]) -> None:
+        """Replace the vmap rule: ``fun(args, axes, **params) -> (outs, out_axes)``."""
+        jc.set_batching_rule(self.primitive, fun)
+
+    def register_general_batching(self) -> None:
+        """Install (or restore) the default vmap rule, :func:`general_batching_rule`."""
+        jc.set_batching_rule(
+            self.primitive, functools.partial(general_batching_rule, self.primitive)
+        )
+
+    def def_jvp_rule(self, fun: Callable[..., Any]) -> None:
+        """Set a whole JVP rule: ``fun(primals, tangents, **params)``."""
+        jc.set_jvp_rule(self.primitive, fun)
+
+    def def_jvp_rule2(self, *jvp_rules: Callable[..., Any] | None) -> None:
+        """Set one tangent rule per input (``None`` = no contribution); see defjvp."""
+        defjvp(self.primitive, *jvp_rules)
+
+    def def_transpose_rule(self, fun: Callable[..., Any]) -> None:
+        """Set the transpose rule: ``fun(cotangents, *args, **params)``."""
+        jc.set_transpose_rule(self.primitive, fun)
+
+    # -- high-level call, tags and benchmarking -------------------------------------
+    def def_call(self, fn: Callable[..., Any]) -> None:
+        """Store the user-facing call function used by :meth:`call` and benchmarks."""
+        self._call_fn = fn
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Invoke the function registered with :meth:`def_call`."""
+        if self._call_fn is None:
+            raise KernelRegistrationError(
+                f"XLACustomKernel '{self.name}'.call(): no call function is "
+                f"registered. Register one with def_call(fn)."
+            )
+        return self._call_fn(*args, **kwargs)
+
+    @property
+    def call_function(self) -> Callable[..., Any] | None:
+        """The function given to :meth:`def_call`, or ``None``."""
+        return self._call_fn
+
+    def def_tags(self, *tags: str) -> None:
+        """Replace this primitive's tags (used by the registry and the CLI)."""
+        for tag in tags:
+            if not isinstance(tag, str) or not tag:
+                raise KernelRegistrationError(
+                    f"XLACustomKernel '{self.name}'.def_tags(): tags must be non-empty "
+                    f"strings (got {tag!r})."
+                )
+        self._tags = tuple(tags)
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """Tags set by :meth:`def_tags`."""
+        return self._tags
+
+    def def_benchmark_data(self, fn: Callable[..., Any]) -> None:
+        """Register ``fn(*, platform) -> list[BenchmarkConfig]`` for benchmarks."""
+        self._benchmark_data_fn = fn
+
+    @property
+    def benchmark_data_function(self) -> Callable[..., Any] | None:
+        """The function given to :meth:`def_benchmark_data`, or ``None``."""
+        return self._benchmark_data_fn
+
+    def benchmark(self, *, platform: str, n_warmup: int = 5, n_runs: int = 20,
+                  n_batch_per_run: int = 1, compare_results: bool = True,
+                  rtol: float = 1e-3, atol: float = 1e-3, verbose: bool = False,
+                  catch_errors: bool = True,
+                  backends: Sequence[str] | None = None) -> Any:
+        """Time every backend on every benchmark config; return a BenchmarkResult.
+
+        See ``polykernel.benchmark`` for the statistics recorded.
+        """
+        from .benchmark.runner import run_benchmark
+
+        return run_benchmark(
+            self, platform=platform, n_warmup=n_warmup, n_runs=n_runs,
+            n_batch_per_run=n_batch_per_run, compare_results=compare_results,
+            rtol=rtol, atol=atol, verbose=verbose, catch_errors=catch_errors,
+            backends=backends,
+        )
+
+
+def _abstract_eval(*avals: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:
+    return [jc.ShapedArray(o.shape, np.dtype(o.dtype)) for o in outs]
