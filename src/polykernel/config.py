@@ -65,6 +65,11 @@ def ensure_private_dir(path: Path) -> Path:
             another user, or is writable by group or others.
     """
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise CacheError(
+            f"polykernel cache: '{path}' exists but is not a directory. "
+            f"Remove it or point ${CACHE_ENV} elsewhere."
+        )
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as err:
@@ -76,11 +81,6 @@ def ensure_private_dir(path: Path) -> Path:
         info = path.stat()
     except OSError as err:  # pragma: no cover - raced removal
         raise CacheError(f"polykernel cache: cannot stat '{path}': {err}") from err
-    if not stat.S_ISDIR(info.st_mode):
-        raise CacheError(
-            f"polykernel cache: '{path}' exists but is not a directory. "
-            f"Remove it or point ${CACHE_ENV} elsewhere."
-        )
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         raise CacheError(
             f"polykernel cache: '{path}' is owned by uid {info.st_uid}, not by you "
