@@ -1,0 +1,45 @@
+"""What the catalog's primitives share: backend availability and test data."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import shutil
+
+import numpy as np
+
+__all__ = ["has_cxx", "has_numba", "random_csr"]
+
+
+@functools.cache
+def has_numba() -> bool:
+    """True when numba can be imported (the ``numba`` backend is registered)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+@functools.cache
+def has_cxx() -> bool:
+    """True when a host C++ compiler is on PATH (the ``cuda_raw`` cpu backend)."""
+    candidates = [os.environ.get("CXX"), "g++", "clang++", "c++"]
+    return any(c and shutil.which(c) for c in candidates)
+
+
+def random_csr(
+    n_rows: int, n_cols: int, p: float, seed: int = 0, dtype: type = np.float32
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A random CSR matrix with connection probability ``p`` (sorted column indices).
+
+    Returns ``(data, indices, indptr)`` with int32 indices; built with NumPy only so
+    that a 10-million-entry matrix takes about a second.
+    """
+    rng = np.random.default_rng(seed)
+    counts = rng.binomial(n_cols, p, size=n_rows)
+    indptr = np.zeros(n_rows + 1, dtype=np.int32)
+    np.cumsum(counts, out=indptr[1:])
+    rows = np.repeat(np.arange(n_rows, dtype=np.int64), counts)
+    cols = rng.integers(0, n_cols, size=rows.size, dtype=np.int64)
+    keys = np.sort(rows * n_cols + cols)
+    indices = (keys % n_cols).astype(np.int32)
+    data = rng.uniform(0.01, 0.5, size=indices.size).astype(dtype)
+    return data, indices, indptr

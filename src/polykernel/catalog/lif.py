@@ -1,0 +1,123 @@
+"""``lif_step``: one Euler step of leaky integrate-and-fire neurons.
+
+``v' = v + dt * (-(v - v_rest) * tau_inv + i_ext)``; neurons with ``v' >= v_th`` spike
+and are reset to ``v_rest``. Returns ``(v_next, spikes)`` with boolean spikes, ready
+to feed :func:`polykernel.catalog.event_csrmv`. Parameters are static floats.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..primitive import XLACustomKernel
+from ._support import has_cxx, has_numba
+
+__all__ = ["lif_step", "lif_step_p"]
+
+_CPP = """
+void lif_step(const pk::Tensor& v, const pk::Tensor& i_ext, pk::Tensor& v_next,
+              pk::Tensor& spikes, float tau_inv, float v_th, float v_rest, float dt) {
+  const float* vv = v.data_ptr<float>();
+  const float* ii = i_ext.data_ptr<float>();
+  float* vn = v_next.data_ptr<float>();
+  bool* sp = spikes.data_ptr<bool>();
+  const int64_t n = v.numel();
+  PK_CHECK(i_ext.numel() == n, "lif_step: v and i_ext sizes differ");
+  for (int64_t k = 0; k < n; ++k) {
+    const float candidate = vv[k] + dt * (-(vv[k] - v_rest) * tau_inv + ii[k]);
+    const bool fired = candidate >= v_th;
+    sp[k] = fired;
+    vn[k] = fired ? v_rest : candidate;
+  }
+}
+"""
+
+_PARAMS = ("tau_inv", "v_th", "v_rest", "dt")
+
+
+def _jax_generator(outs: Any, tau_inv: float, v_th: float, v_rest: float, dt: float,
+                   **kwargs: Any) -> Any:
+    def kernel(v, i_ext):
+        candidate = v + dt * (-(v - v_rest) * tau_inv + i_ext)
+        fired = candidate >= v_th
+        return jnp.where(fired, jnp.float32(v_rest), candidate), fired
+
+    return kernel
+
+
+def _numba_generator(outs: Any, tau_inv: float, v_th: float, v_rest: float,
+                     dt: float, **kwargs: Any) -> Any:
+    import numba
+
+    from ..backends.numba_cpu import numba_kernel
+
+    ti, th, vr, step = (np.float32(x) for x in (tau_inv, v_th, v_rest, dt))
+
+    @numba.njit(parallel=True)
+    def kernel(v, i_ext, v_next, spikes):
+        for k in numba.prange(v.size):
+            candidate = v[k] + step * (-(v[k] - vr) * ti + i_ext[k])
+            fired = candidate >= th
+            spikes[k] = fired
+            v_next[k] = vr if fired else candidate
+
+    return numba_kernel(kernel, outs=list(outs))
+
+
+def _cpp_generator(outs: Any, **params: Any) -> Any:
+    from ..native import load_cpp_inline
+
+    module = load_cpp_inline("polykernel_catalog_lif", _CPP, ["lif_step"])
+    attrs = {k: float(params[k]) for k in _PARAMS}
+    return lambda v, i_ext: module.lif_step(v, i_ext, outs=list(outs), **attrs)
+
+
+lif_step_p = XLACustomKernel("polykernel.catalog.lif_step")
+lif_step_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
+if has_numba():
+    lif_step_p.def_numba_kernel(_numba_generator, asdefault=True)
+if has_cxx():
+    lif_step_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+lif_step_p.def_tags("neuron", "float")
+
+
+def lif_step(v: Any, i_ext: Any, *, tau_inv: float = 0.05, v_th: float = -55.0,
+             v_rest: float = -70.0, dt: float = 0.1,
+             backend: str | None = None) -> tuple[Any, Any]:
+    """Advance membrane potentials ``v`` by one step; return ``(v_next, spikes)``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from polykernel.catalog import lif_step
+        >>> v, s = lif_step(jnp.array([-56.0, -60.0]), jnp.array([20.0, 0.0]),
+        ...                 backend="jax_raw")
+        >>> s.tolist()
+        [True, False]
+    """
+    v = jnp.asarray(v, jnp.float32)
+    i_ext = jnp.asarray(i_ext, jnp.float32)
+    outs = (jax.ShapeDtypeStruct(v.shape, jnp.float32),
+            jax.ShapeDtypeStruct(v.shape, jnp.bool_))
+    return lif_step_p(v, i_ext, outs=outs, tau_inv=float(tau_inv), v_th=float(v_th),
+                      v_rest=float(v_rest), dt=float(dt), backend=backend)
+
+
+def _benchmark_data(*, platform: str) -> list[Any]:
+    from ..benchmark import BenchmarkConfig
+
+    rng = np.random.default_rng(5)
+    configs = []
+    for n in (5_000, 1_000_000):
+        v = rng.uniform(-75.0, -50.0, n).astype(np.float32)
+        i_ext = rng.uniform(0.0, 5.0, n).astype(np.float32)
+        configs.append(BenchmarkConfig(f"n={n}", (v, i_ext), {}, {"n": n},
+                                       work=(13.0 * n, "B")))
+    return configs
+
+
+lif_step_p.def_call(lif_step)
+lif_step_p.def_benchmark_data(_benchmark_data)
