@@ -1,65 +1,100 @@
-"""The main job behind ``make demo``: a short tour of polykernel on this machine.
+"""The main job behind ``make demo``: every catalog primitive, every backend, one table.
 
-Run with ``python -m polykernel.demo [--output DIR]``. It registers a primitive with
-every backend usable here, checks that they agree, and prints the results.
+Run with ``python -m polykernel.demo [--output DIR] [--quick]``. For each primitive of
+:mod:`polykernel.catalog` it benchmarks every backend usable on this machine on the
+same data (outputs are compared across backends; a mismatch fails the demo), prints a
+comparison table, measures ``scipy.sparse`` on the same CSR matrices side by side, and
+writes ``results.json`` and ``results.png`` into the output directory.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-from .primitive import XLACustomKernel
+from .benchmark import BenchmarkResult, Progress, time_function
 
 
-def build_saxpy() -> XLACustomKernel:
-    """``out = alpha * x + y`` with a pure-JAX backend and, if installed, Numba."""
-    op = XLACustomKernel("polykernel.demo.saxpy")
-    op.def_jax_raw_kernel(lambda outs, alpha, **kw: lambda x, y: alpha * x + y,
-                          platform="cpu")
-    if importlib.util.find_spec("numba") is not None:
-        op.def_kernel("numba", "cpu", _numba_saxpy_generator, asdefault=True)
-    return op
+def _scipy_side_by_side(n_warmup: int, n_runs: int) -> list[tuple[str, float]]:
+    """Median ms of ``scipy.sparse`` on the csrmv benchmark configs (same data)."""
+    try:
+        import scipy.sparse as sp
+    except ImportError:
+        return []
+    from .catalog import csrmv_p
+
+    rows = []
+    for cfg in csrmv_p.benchmark_data_function(platform="cpu"):
+        data, indices, indptr, v = cfg.args
+        matrix = sp.csr_matrix((data, indices, indptr), shape=cfg.kernel_kwargs["shape"])
+        op = matrix.T if cfg.kernel_kwargs["transpose"] else matrix
+        timing = time_function(lambda v, op=op: op @ v, (v,), n_warmup=n_warmup,
+                               n_runs=n_runs, block=lambda x: x)
+        times = sorted(timing.times_s)
+        rows.append((cfg.name, 1e3 * times[len(times) // 2]))
+    return rows
 
 
-def _numba_saxpy_generator(outs, alpha, **kwargs):
-    import numba
+def _scipy_report(result: BenchmarkResult, scipy_rows: list[tuple[str, float]]) -> str:
+    lines = ["csrmv vs scipy.sparse on the same matrix (median ms; ratio < 1 is faster):"]
+    for label, scipy_ms in scipy_rows:
+        best = result.fastest(label)
+        if best is None or best.median_ms is None:
+            continue
+        lines.append(
+            f"  {label:<26} best={best.backend:<9} {best.median_ms:8.3f} ms   "
+            f"scipy {scipy_ms:8.3f} ms   ratio {best.median_ms / scipy_ms:5.2f}x"
+        )
+    return "\n".join(lines)
 
-    from .backends.numba_cpu import numba_kernel
 
-    @numba.njit
-    def saxpy(x, y, out):
-        for i in range(out.size):
-            out[i] = alpha * x[i] + y[i]
+def run(output: Path, n_warmup: int, n_runs: int) -> int:
+    """Benchmark the catalog, print the tables and write the files; return exit code."""
+    from . import catalog
 
-    return numba_kernel(saxpy, outs=outs[0])
+    results: list[BenchmarkResult] = []
+    with Progress(stream=sys.stderr) as progress:
+        for prim in catalog.PRIMITIVES:
+            results.append(_bench(prim, n_warmup, n_runs, progress))
+    combined = BenchmarkResult.combine(results)
+    for result in results:
+        print(f"\n== {result.primitive_name} ==")
+        print(result.table(baseline="jax_raw"))
+    scipy_rows = _scipy_side_by_side(n_warmup, n_runs)
+    if scipy_rows:
+        print()
+        print(_scipy_report(results[list(catalog.PRIMITIVES).index(catalog.csrmv_p)],
+                            scipy_rows))
+    output.mkdir(parents=True, exist_ok=True)
+    json_path = combined.save(output / "results.json")
+    png_path = combined.plot(output / "results.png")
+    print(f"\nwrote {json_path} and {png_path}")
+    problems = combined.mismatches + combined.failures
+    for problem in problems:
+        print(f"PROBLEM: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _bench(prim: Any, n_warmup: int, n_runs: int, progress: Progress) -> BenchmarkResult:
+    from .benchmark import run_benchmark
+
+    return run_benchmark(prim, platform="cpu", n_warmup=n_warmup, n_runs=n_runs,
+                         progress=progress)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m polykernel.demo")
-    parser.add_argument("--output", default="demo-output", help="directory for files")
-    parser.parse_args(argv)
-    op = build_saxpy()
-    n = 8
-    x = jnp.arange(n, dtype=jnp.float32)
-    y = jnp.ones(n, dtype=jnp.float32)
-    spec = jax.ShapeDtypeStruct((n,), jnp.float32)
-    expected = 2.0 * np.arange(n, dtype=np.float32) + 1.0
-    print(f"primitive {op.name}: backends on cpu = {op.available_backends('cpu')}, "
-          f"default = {op.get_default('cpu')}")
-    for backend in op.available_backends("cpu"):
-        f = jax.jit(lambda x, y, b=backend: op(x, y, outs=spec, alpha=2.0, backend=b))
-        got = np.asarray(f(x, y))
-        status = "ok" if np.allclose(got, expected) else "MISMATCH"
-        print(f"  {backend:>8}: {got} [{status}]")
-        if status != "ok":
-            return 1
-    return 0
+    parser = argparse.ArgumentParser(prog="python -m polykernel.demo",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--output", default="demo-output", type=Path,
+                        help="directory for results.json and results.png")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer timed runs (a smoke test, noisier numbers)")
+    args = parser.parse_args(argv)
+    n_warmup, n_runs = (1, 3) if args.quick else (3, 15)
+    return run(args.output, n_warmup, n_runs)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """``scaled_add``: ``out = alpha * x + y`` for float32 vectors — the simplest primitive.
 
-Backends: ``jax_raw``, ``numba`` (``parallel=True`` loop), ``cuda_raw`` on the CPU
+Backends: ``jax_raw``, ``numba`` (a serial loop: memory-bound, and thread start-up
+costs more than it saves at small sizes), ``cuda_raw`` on the CPU
 (C++ ``-O3``). Differentiable in both inputs: the tangent rules are plain
 ``jnp`` expressions, so reverse mode needs no transpose rule.
 """
@@ -42,9 +43,9 @@ def _numba_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
 
     scale = np.float32(alpha)
 
-    @numba.njit(parallel=True)
+    @numba.njit
     def kernel(x, y, out):
-        for i in numba.prange(out.size):
+        for i in range(out.size):
             out[i] = scale * x[i] + y[i]
 
     return numba_kernel(kernel, outs=outs[0])

@@ -57,9 +57,9 @@ def _numba_generator(outs: Any, tau_inv: float, v_th: float, v_rest: float,
 
     ti, th, vr, step = (np.float32(x) for x in (tau_inv, v_th, v_rest, dt))
 
-    @numba.njit(parallel=True)
+    @numba.njit
     def kernel(v, i_ext, v_next, spikes):
-        for k in numba.prange(v.size):
+        for k in range(v.size):
             candidate = v[k] + step * (-(v[k] - vr) * ti + i_ext[k])
             fired = candidate >= th
             spikes[k] = fired
