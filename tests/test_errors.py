@@ -9,6 +9,7 @@ from polykernel import errors
 
 BUILTIN_OF = {
     pk.KernelRegistrationError: ValueError,
+    pk.KernelCallError: TypeError,
     pk.KernelNotAvailableError: NotImplementedError,
     pk.KernelCompilationError: RuntimeError,
     pk.KernelExecutionError: RuntimeError,

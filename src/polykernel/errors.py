@@ -14,13 +14,17 @@ from __future__ import annotations
 __all__ = [
     "BackendUnavailableError",
     "BenchmarkDataFnNotProvidedError",
+    "BenchmarkMismatchWarning",
     "CacheError",
     "CompilationError",
+    "DuplicatePrimitiveWarning",
+    "KernelCallError",
     "KernelCompilationError",
     "KernelExecutionError",
     "KernelNotAvailableError",
     "KernelRegistrationError",
     "PolykernelError",
+    "PolykernelWarning",
     "ToolchainError",
     "UnsupportedTransformError",
 ]
@@ -32,6 +36,10 @@ class PolykernelError(Exception):
 
 class KernelRegistrationError(PolykernelError, ValueError):
     """A primitive, kernel, default or rule was defined with invalid arguments."""
+
+
+class KernelCallError(PolykernelError, TypeError):
+    """A kernel was called with inputs, outputs or attributes its spec does not take."""
 
 
 class KernelNotAvailableError(PolykernelError, NotImplementedError):
@@ -87,3 +95,15 @@ class BenchmarkDataFnNotProvidedError(PolykernelError, ValueError):
 
 class UnsupportedTransformError(PolykernelError, NotImplementedError):
     """A JAX transformation has no rule for this primitive."""
+
+
+class PolykernelWarning(UserWarning):
+    """Base class of every warning polykernel emits."""
+
+
+class DuplicatePrimitiveWarning(PolykernelWarning):
+    """A second primitive was created under a name already in the registry."""
+
+
+class BenchmarkMismatchWarning(PolykernelWarning):
+    """Two backends of one primitive disagreed on the same benchmark inputs."""

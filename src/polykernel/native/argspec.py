@@ -1,0 +1,353 @@
+"""The arg_spec: which C++ parameter is an input, an output, the stream or an attribute.
+
+A function's spec is a list of tokens, one per C++ parameter, in parameter order:
+
+=====================  ======================================================
+token                  C++ parameter
+=====================  ======================================================
+``arg``                ``const pk::Tensor&`` (an input buffer)
+``ret``                ``pk::Tensor&`` (an output buffer)
+``stream``             ``cudaStream_t`` (CUDA only)
+``attr.<name>:<type>`` a plain scalar, passed as the keyword ``<name>=``
+=====================  ======================================================
+
+A buffer token may pin the dtype and the rank the function expects:
+``"arg:float32"``, ``"ret:int32[2]"`` (rank 2) or ``"arg[0]"`` (any dtype, rank 0).
+The generated wrapper then rejects other buffers before the function runs. Without a
+pin, ``pk::Tensor::data_ptr<T>()`` still rejects a buffer whose dtype is not ``T``.
+
+When ``functions`` lists only names, the tokens are inferred from the ``void f(...)``
+signature found in the source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..errors import KernelRegistrationError
+
+__all__ = [
+    "ATTR_TYPES",
+    "BUFFER_DTYPES",
+    "FunctionSpec",
+    "Param",
+    "check_module_name",
+    "resolve_specs",
+]
+
+# Attribute type -> C++ type. (XLA's typed FFI decodes exactly these scalars.)
+ATTR_TYPES: dict[str, str] = {
+    "bool": "bool",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "uint8": "uint8_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
+    "float32": "float",
+    "float64": "double",
+}
+
+# Buffer dtype -> XLA_FFI_DataType code (xla/ffi/api/c_api.h).
+BUFFER_DTYPES: dict[str, int] = {
+    "bool": 1,
+    "int8": 2,
+    "int16": 3,
+    "int32": 4,
+    "int64": 5,
+    "uint8": 6,
+    "uint16": 7,
+    "uint32": 8,
+    "uint64": 9,
+    "float16": 10,
+    "float32": 11,
+    "float64": 12,
+    "complex64": 15,
+    "bfloat16": 16,
+    "complex128": 18,
+}
+
+# C++ scalar spelling -> attribute type, used when inferring a spec.
+_CPP_SCALARS: dict[str, str] = {
+    **{cpp: name for name, cpp in ATTR_TYPES.items()},
+    **{f"std::{cpp}": name for name, cpp in ATTR_TYPES.items() if cpp.endswith("_t")},
+    "int": "int32",
+    "unsigned": "uint32",
+    "unsigned int": "uint32",
+    "long": "int64",
+    "long long": "int64",
+    "unsigned long": "uint64",
+    "unsigned long long": "uint64",
+    "size_t": "uint64",
+    "std::size_t": "uint64",
+    "short": "int16",
+    "char": "int8",
+    "signed char": "int8",
+    "unsigned char": "uint8",
+}
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+_BUFFER_TOKEN = re.compile(r"(arg|ret)(?::([a-z0-9]+))?(?:\[(\d+)\])?\Z")
+_ATTR_TOKEN = re.compile(r"attr\.([^:]*)(?::(.*))?\Z")
+# Names the Python callable uses for itself; an attribute may not shadow them.
+_RESERVED_ATTRS = {"outs"}
+_TOKEN_HELP = (
+    "valid tokens: 'arg', 'ret' (optionally 'arg:float32', 'ret:int32[2]'), "
+    "'stream', 'attr.<name>:<type>' with <type> one of " + ", ".join(ATTR_TYPES)
+)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One C++ parameter of a native function.
+
+    Attributes:
+        kind: ``"arg"``, ``"ret"``, ``"stream"`` or ``"attr"``.
+        name: attribute name (``attr``) or the C++ parameter name when known.
+        dtype: pinned buffer dtype or attribute type; ``None`` when not pinned.
+        rank: pinned buffer rank; ``None`` when not pinned.
+    """
+
+    kind: str
+    name: str | None = None
+    dtype: str | None = None
+    rank: int | None = None
+
+    def token(self) -> str:
+        """The canonical token text (what ``repr`` and the cache key use)."""
+        if self.kind == "attr":
+            return f"attr.{self.name}:{self.dtype}"
+        if self.kind == "stream":
+            return "stream"
+        text = self.kind + (f":{self.dtype}" if self.dtype else "")
+        return text + (f"[{self.rank}]" if self.rank is not None else "")
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """The resolved spec of one function: its name and its parameters in order."""
+
+    name: str
+    params: tuple[Param, ...]
+
+    @property
+    def args(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.kind == "arg")
+
+    @property
+    def rets(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.kind == "ret")
+
+    @property
+    def attrs(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.kind == "attr")
+
+    @property
+    def has_stream(self) -> bool:
+        return any(p.kind == "stream" for p in self.params)
+
+    def tokens(self) -> list[str]:
+        return [p.token() for p in self.params]
+
+
+def check_module_name(name: object) -> str:
+    """Check a module name: dotted C identifiers (it becomes part of target names)."""
+    if not isinstance(name, str) or not _MODULE_NAME.match(name):
+        raise KernelRegistrationError(
+            f"polykernel.native: module name {name!r} is not valid; expected C "
+            "identifiers joined by dots, e.g. 'my_kernels' or 'mylib.ops'."
+        )
+    return name
+
+
+def resolve_specs(
+    module: str,
+    source: str,
+    functions: Mapping[str, Sequence[str]] | Iterable[str] | str,
+    platform: str,
+) -> tuple[FunctionSpec, ...]:
+    """Turn the user's ``functions`` argument into checked specs.
+
+    Args:
+        module: module name, for messages.
+        source: the user's C++/CUDA source (searched for ``void f(...)`` signatures).
+        functions: ``{"f": ["arg", "ret", ...]}``, or names whose spec is inferred.
+        platform: ``"cpu"`` or ``"cuda"``; ``stream`` is only valid for ``"cuda"``.
+
+    Raises:
+        KernelRegistrationError: unknown token, bad name, missing function, or a spec
+            that disagrees with the C++ signature.
+
+    Example:
+        >>> src = "void f(const pk::Tensor& x, pk::Tensor& y, float a) {}"
+        >>> resolve_specs("m", src, ["f"], "cpu")[0].tokens()
+        ['arg', 'ret', 'attr.a:float32']
+    """
+    if isinstance(functions, str):
+        functions = [functions]
+    items = (
+        list(functions.items())
+        if isinstance(functions, Mapping)
+        else [(f, None) for f in functions]
+    )
+    if not items:
+        raise KernelRegistrationError(
+            f"polykernel.native module '{module}': `functions` is empty; list the C++ "
+            "functions to export, e.g. functions=['vector_add']."
+        )
+    clean = _strip_comments(source)
+    specs = []
+    for fname, tokens in items:
+        where = f"polykernel.native module '{module}', function {fname!r}"
+        if not isinstance(fname, str) or not _IDENT.match(fname):
+            raise KernelRegistrationError(
+                f"{where}: the name is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)."
+            )
+        signature = _find_signature(clean, fname)
+        if tokens is None:
+            if signature is None:
+                raise KernelRegistrationError(
+                    f"{where}: no 'void {fname}(...)' definition found in the source, "
+                    "so its spec cannot be inferred. Define it, or pass an explicit "
+                    f"spec: functions={{'{fname}': ['arg', 'ret', ...]}}."
+                )
+            params = tuple(_infer_param(where, p) for p in signature)
+        else:
+            if isinstance(tokens, str):
+                tokens = [tokens]
+            params = _parse_tokens(where, list(tokens), signature)
+        spec = FunctionSpec(fname, params)
+        _check_spec(where, spec, platform)
+        specs.append(spec)
+    return tuple(specs)
+
+
+def _parse_tokens(
+    where: str, tokens: list[object], signature: list[str] | None
+) -> tuple[Param, ...]:
+    if signature is not None and len(signature) != len(tokens):
+        raise KernelRegistrationError(
+            f"{where}: the spec has {len(tokens)} tokens {tokens} but the C++ "
+            f"signature has {len(signature)} parameters {signature}; give one token "
+            "per parameter, in order."
+        )
+    params = []
+    for i, tok in enumerate(tokens):
+        if not isinstance(tok, str):
+            raise KernelRegistrationError(f"{where}: token {tok!r} is not a string.")
+        tok = tok.strip()
+        if tok == "stream":
+            params.append(Param("stream"))
+            continue
+        m = _BUFFER_TOKEN.match(tok)
+        if m:
+            kind, dtype, rank = m.groups()
+            if dtype is not None and dtype not in BUFFER_DTYPES:
+                raise KernelRegistrationError(
+                    f"{where}: token {tok!r} pins unknown dtype {dtype!r}; expected "
+                    f"one of {', '.join(BUFFER_DTYPES)}."
+                )
+            params.append(Param(kind, None, dtype, None if rank is None else int(rank)))
+            continue
+        m = _ATTR_TOKEN.match(tok)
+        if not m:
+            raise KernelRegistrationError(
+                f"{where}: unknown token {tok!r}; {_TOKEN_HELP}."
+            )
+        name, atype = m.groups()
+        if atype is None and signature is not None:
+            atype = _scalar_type(signature[i])
+        if atype is None:
+            raise KernelRegistrationError(
+                f"{where}: token {tok!r} has no type and none can be read from the "
+                f"C++ signature; write e.g. '{tok}:float32'. {_TOKEN_HELP}."
+            )
+        params.append(Param("attr", name, atype))
+    return tuple(params)
+
+
+def _check_spec(where: str, spec: FunctionSpec, platform: str) -> None:
+    seen: set[str] = set()
+    for p in spec.attrs:
+        if not p.name or not _IDENT.match(p.name):
+            raise KernelRegistrationError(
+                f"{where}: attribute name {p.name!r} is not a C identifier."
+            )
+        if p.name in _RESERVED_ATTRS or p.name in seen:
+            raise KernelRegistrationError(
+                f"{where}: attribute name {p.name!r} is reserved or repeated; "
+                "rename the C++ parameter."
+            )
+        if p.dtype not in ATTR_TYPES:
+            raise KernelRegistrationError(
+                f"{where}: attribute '{p.name}' has unsupported type {p.dtype!r}; "
+                f"expected one of {', '.join(ATTR_TYPES)}."
+            )
+        seen.add(p.name)
+    n_stream = sum(p.kind == "stream" for p in spec.params)
+    if n_stream and platform != "cuda":
+        raise KernelRegistrationError(
+            f"{where}: a 'stream' parameter is only valid for CUDA functions "
+            "(load_cuda_inline / load_cuda_file); remove it for C++ CPU code."
+        )
+    if n_stream > 1:
+        raise KernelRegistrationError(f"{where}: more than one 'stream' token.")
+    if not spec.rets:
+        raise KernelRegistrationError(
+            f"{where}: the function has no output ('ret' / non-const pk::Tensor&); "
+            "XLA needs at least one result buffer."
+        )
+
+
+def _strip_comments(source: str) -> str:
+    source = re.sub(r"/\*.*?\*/", " ", source, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", source)
+
+
+def _find_signature(source: str, fname: str) -> list[str] | None:
+    """Parameters (as text) of the first ``void fname(...)`` in ``source``."""
+    m = re.search(rf"\bvoid\s+{re.escape(fname)}\s*\(([^)]*)\)", source)
+    if m is None:
+        return None
+    text = " ".join(m.group(1).split())
+    if text in ("", "void"):
+        return []
+    return [p.strip() for p in text.split(",")]
+
+
+def _scalar_type(param: str) -> str | None:
+    decl = re.sub(r"=.*$", "", param).strip()
+    decl = re.sub(r"\bconst\b", " ", decl)
+    decl = " ".join(decl.split())
+    m = re.match(r"(.*?)\s*\b([A-Za-z_]\w*)$", decl)
+    if m is None:
+        return None
+    return _CPP_SCALARS.get(m.group(1).strip())
+
+
+def _infer_param(where: str, param: str) -> Param:
+    decl = " ".join(re.sub(r"=.*$", "", param).split())
+    m = re.search(r"([A-Za-z_]\w*)$", decl)
+    pname = m.group(1) if m else None
+    head = decl[: m.start()].strip() if m else decl
+    head = head.replace("::pk::", "pk::").replace(" &", "&").replace("& ", "&")
+    if head in ("const pk::Tensor&", "pk::Tensor const&"):
+        return Param("arg", pname)
+    if head == "pk::Tensor&":
+        return Param("ret", pname)
+    if head in ("cudaStream_t", "const cudaStream_t"):
+        return Param("stream", pname)
+    scalar = _scalar_type(param)
+    if scalar is not None:
+        return Param("attr", pname, scalar)
+    raise KernelRegistrationError(
+        f"{where}: cannot infer a token for parameter {param!r}; expected "
+        "'const pk::Tensor& x' (input), 'pk::Tensor& y' (output), "
+        "'cudaStream_t s' (stream) or a scalar such as 'float alpha' (attribute), "
+        "or pass an explicit spec."
+    )

@@ -1,0 +1,172 @@
+"""Compiler driver: options, the exact command line, and running it.
+
+C++ for the CPU is built by the host compiler (g++/clang++) at ``-O3`` unless told
+otherwise; CUDA by nvcc with one ``-gencode`` per target architecture plus PTX for
+the newest, so newer GPUs can JIT it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from ..errors import CompilationError, ToolchainError
+
+__all__ = ["CompileOptions", "build_command", "include_dirs", "run_compiler"]
+
+_MAX_MESSAGE_OUTPUT = 8000
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How a native module is compiled (every field is part of the cache key).
+
+    Attributes:
+        optimization: ``0``-``3`` or ``"s"``; becomes ``-O<n>``. Default ``3``.
+        fast_math: ``-ffast-math`` (C++) / ``--use_fast_math`` (CUDA).
+        extra_cflags: more compiler flags, appended last.
+        include_paths: extra ``-I`` directories (their headers' stats join the key).
+        ldflags: linker flags, e.g. ``["-lm"]``.
+        cuda_arch: CUDA targets, e.g. ``["sm_80", "sm_90"]``; default
+            ``$POLYKERNEL_CUDA_ARCH``, else the visible GPUs.
+        compiler: host compiler (default ``$CXX``, else g++/clang++); for CUDA it is
+            passed to nvcc as ``-ccbin`` when given.
+        nvcc: nvcc to use (default ``$POLYKERNEL_NVCC``, ``$CUDA_HOME/bin``, PATH).
+        timeout: seconds before a compile is abandoned.
+
+    Example:
+        >>> CompileOptions(optimization=2, fast_math=True).optimization
+        2
+    """
+
+    optimization: int | str = 3
+    fast_math: bool = False
+    extra_cflags: Sequence[str] = ()
+    include_paths: Sequence[str] = ()
+    ldflags: Sequence[str] = ()
+    cuda_arch: Sequence[str] | None = None
+    compiler: str | None = None
+    nvcc: str | None = None
+    timeout: float = field(default=600.0, compare=False)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, str) and f.name in (
+                "extra_cflags",
+                "include_paths",
+                "ldflags",
+                "cuda_arch",
+            ):
+                value = [value]
+            if isinstance(value, list | tuple):
+                object.__setattr__(self, f.name, tuple(str(v) for v in value))
+        if str(self.optimization) not in ("0", "1", "2", "3", "s", "fast"):
+            raise ToolchainError(
+                f"polykernel.native: CompileOptions(optimization={self.optimization!r})"
+                " is not valid; expected 0, 1, 2, 3 or 's'."
+            )
+
+
+@functools.cache
+def include_dirs() -> tuple[str, str]:
+    """(polykernel's include dir, jaxlib's include dir holding xla/ffi/api/ffi.h)."""
+    import jax.ffi
+
+    return str(
+        Path(__file__).resolve().parent.parent / "include"
+    ), jax.ffi.include_dir()
+
+
+def build_command(
+    platform: str,
+    compiler: str,
+    options: CompileOptions,
+    arches: tuple[str, ...],
+    source: str,
+    output: str,
+) -> list[str]:
+    """The full command line (``source``/``output`` are placeholders in the key)."""
+    pk_inc, jax_inc = include_dirs()
+    # -isystem: warnings inside jaxlib's headers are not the user's problem.
+    common = [f"-O{options.optimization}", "-std=c++17", "-shared"]
+    common += ["-isystem", jax_inc, "-I", pk_inc]
+    common += [f"-I{p}" for p in options.include_paths]
+    if platform == "cuda":
+        cmd = [compiler, *common, "-Xcompiler", "-fPIC"]
+        if options.compiler:
+            cmd += ["-ccbin", options.compiler]
+        for arch in arches:
+            cmd += ["-gencode", f"arch=compute_{arch},code=sm_{arch}"]
+        newest = max(arches, key=lambda a: int("".join(c for c in a if c.isdigit())))
+        cmd += ["-gencode", f"arch=compute_{newest},code=compute_{newest}"]
+        if options.fast_math:
+            cmd.append("--use_fast_math")
+    else:
+        cmd = [compiler, *common, "-fPIC"]
+        if options.fast_math:
+            cmd.append("-ffast-math")
+    return [*cmd, *options.extra_cflags, source, "-o", output, *options.ldflags]
+
+
+def run_compiler(
+    module: str, cmd: list[str], source_path: Path, timeout: float
+) -> float:
+    """Run ``cmd``; return seconds taken.
+
+    Raises:
+        CompilationError: non-zero exit or timeout; carries the compiler's output,
+            the command and the path of the kept source.
+    """
+    start = time.perf_counter()
+    env = dict(os.environ)
+    env.setdefault("LC_ALL", "C")  # stable, English compiler messages
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, timeout=timeout, env=env, check=False
+        )
+    except subprocess.TimeoutExpired as err:
+        raise CompilationError(
+            f"polykernel.native module '{module}': the compiler ran longer than "
+            f"{timeout:.0f} s and was stopped. Source kept at {source_path}. Raise "
+            "CompileOptions(timeout=...) if the kernel is legitimately large.",
+            output=_text(err.stdout) + _text(err.stderr),
+            source_path=str(source_path),
+            command=cmd,
+        ) from None
+    except OSError as err:
+        raise CompilationError(
+            f"polykernel.native module '{module}': cannot run {cmd[0]!r}: {err}.",
+            source_path=str(source_path),
+            command=cmd,
+        ) from err
+    output = _text(proc.stdout) + _text(proc.stderr)
+    if proc.returncode != 0:
+        shown = output[-_MAX_MESSAGE_OUTPUT:]
+        raise CompilationError(
+            f"polykernel.native module '{module}': compilation failed "
+            f"({os.path.basename(cmd[0])} exit code {proc.returncode}). Source kept "
+            f"at {source_path}. Compiler output:\n{shown}",
+            output=output,
+            source_path=str(source_path),
+            command=cmd,
+        )
+    return time.perf_counter() - start
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data if isinstance(data, str) else data.decode("utf-8", "replace")
+
+
+def keep_failed(build_dir: Path, failed_dir: Path) -> None:
+    """Move a failed build's directory to ``failed_dir`` (replacing an older one)."""
+    shutil.rmtree(failed_dir, ignore_errors=True)
+    os.replace(build_dir, failed_dir)

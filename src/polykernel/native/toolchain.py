@@ -1,0 +1,185 @@
+"""Find the host C++ compiler, nvcc and the CUDA target architectures, once.
+
+Discovery is memoised per process. A compiler's *fingerprint* (its ``--version``
+output plus the real binary it resolves to) goes into every cache key; it is stored
+on disk keyed by the binary's path, mtime and size, so a cache hit in a new process
+costs one ``stat`` instead of a compiler subprocess.
+
+Environment variables:
+    CXX: host compiler for C++ (default: the first of g++, clang++, c++ on PATH).
+    POLYKERNEL_NVCC: nvcc to use (default: ``$CUDA_HOME/bin/nvcc``, then PATH).
+    POLYKERNEL_CUDA_ARCH: comma-separated target architectures, e.g. ``80,90``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..errors import ToolchainError
+
+__all__ = ["cuda_arches", "find_host_compiler", "find_nvcc", "fingerprint"]
+
+log = logging.getLogger(__name__)
+ARCH_ENV = "POLYKERNEL_CUDA_ARCH"
+_ARCH_HELP = (
+    "pass options=CompileOptions(cuda_arch=['sm_80']) to load_cuda_inline/"
+    f"load_cuda_file, or set {ARCH_ENV}=80 (comma-separated for several)"
+)
+
+
+@functools.cache
+def find_host_compiler(explicit: str | None = None) -> str:
+    """Absolute path of the host C++ compiler (``explicit``, ``$CXX``, g++, clang++).
+
+    Example:
+        >>> find_host_compiler().endswith("++")
+        True
+    """
+    candidates = [explicit] if explicit else []
+    if not explicit and os.environ.get("CXX"):
+        candidates.append(os.environ["CXX"])
+    if not candidates:
+        candidates = ["g++", "clang++", "c++"]
+    for name in candidates:
+        found = shutil.which(name)
+        if found:
+            return os.path.abspath(found)
+    raise ToolchainError(
+        f"polykernel.native: no C++ compiler found (tried {', '.join(candidates)}). "
+        "Install g++ or clang++, or set CXX / CompileOptions(compiler=...) to one."
+    )
+
+
+@functools.cache
+def find_nvcc(explicit: str | None = None) -> str:
+    """Absolute path of nvcc (``explicit``, ``$POLYKERNEL_NVCC``, CUDA_HOME, PATH)."""
+    candidates = [explicit] if explicit else []
+    if not explicit:
+        if os.environ.get("POLYKERNEL_NVCC"):
+            candidates.append(os.environ["POLYKERNEL_NVCC"])
+        for var in ("CUDA_HOME", "CUDA_PATH"):
+            if os.environ.get(var):
+                candidates.append(os.path.join(os.environ[var], "bin", "nvcc"))
+        candidates.append("nvcc")
+    for name in candidates:
+        found = shutil.which(name)
+        if found:
+            return os.path.abspath(found)
+    raise ToolchainError(
+        f"polykernel.native: nvcc not found (tried {', '.join(candidates)}). Install "
+        "the CUDA toolkit and put nvcc on PATH, or set POLYKERNEL_NVCC / CUDA_HOME."
+    )
+
+
+def _stat_id(path: str) -> list:
+    st = os.stat(path)
+    return [os.path.realpath(path), st.st_mtime_ns, st.st_size]
+
+
+def _store_path(store: Path, compiler: str) -> Path:
+    digest = hashlib.sha256(json.dumps(_stat_id(compiler)).encode()).hexdigest()
+    return store / f"{digest[:32]}.json"
+
+
+@functools.cache
+def fingerprint(compiler: str, store: Path | None = None) -> str:
+    """A string that changes whenever ``compiler`` (or the toolkit behind it) changes.
+
+    Args:
+        compiler: absolute compiler path.
+        store: directory of saved fingerprints (``<cache>/native/toolchains``); a
+            saved one is reused while every file it depends on keeps its stat.
+    """
+    record_path = _store_path(store, compiler) if store is not None else None
+    if record_path is not None and record_path.is_file():
+        try:
+            record = json.loads(record_path.read_text())
+            if all(_stat_id(c[0]) == c for c in record["checks"]):
+                return record["fingerprint"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # unreadable or stale record: probe again and overwrite it
+    record = _probe(compiler)
+    if record_path is not None:
+        from .cache import atomic_write, ensure_dir
+
+        ensure_dir(record_path.parent)
+        atomic_write(record_path, json.dumps(record).encode())
+    return record["fingerprint"]
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ToolchainError(f"polykernel.native: cannot run {cmd!r}: {err}") from err
+    return (proc.stdout + proc.stderr).decode("utf-8", "replace")
+
+
+def _probe(compiler: str) -> dict:
+    log.debug("probing compiler %s", compiler)
+    version = _run([compiler, "--version"]).strip()
+    checks = [_stat_id(compiler)]
+    if os.path.basename(os.path.realpath(compiler)).startswith("nvcc"):
+        # nvcc on PATH is often a wrapper script; its dry run names the real toolkit.
+        dry = _run([compiler, "--dryrun", "--version"])
+        top = re.search(r"^#\$ _HERE_=(.*)$", dry, re.M)
+        real = os.path.join(top.group(1).strip(), "nvcc") if top else None
+        if real and os.path.isfile(real):
+            checks.append(_stat_id(real))
+    text = json.dumps([version, checks])
+    return {
+        "fingerprint": f"{version} | {hashlib.sha256(text.encode()).hexdigest()[:16]}",
+        "checks": checks,
+    }
+
+
+def normalize_arch(arch: object) -> str:
+    """``'sm_80'``, ``'compute_80'``, ``'8.0'``, ``80`` -> ``'80'`` (``'90a'`` kept)."""
+    text = str(arch).strip().lower()
+    text = re.sub(r"^(sm_|compute_)", "", text)
+    if re.fullmatch(r"\d+\.\d+", text):
+        text = text.replace(".", "")
+    if not re.fullmatch(r"\d{2,3}[af]?", text):
+        raise ToolchainError(
+            f"polykernel.native: CUDA architecture {arch!r} is not understood; "
+            "expected e.g. 'sm_80', '80' or '8.0'."
+        )
+    return text
+
+
+def cuda_arches(explicit: tuple[str, ...] | None) -> tuple[str, ...]:
+    """Target architectures: explicit list, then ``$POLYKERNEL_CUDA_ARCH``, then GPU.
+
+    Raises:
+        ToolchainError: no architecture given and no GPU to detect one from.
+    """
+    if explicit:
+        return tuple(normalize_arch(a) for a in explicit)
+    env = os.environ.get(ARCH_ENV, "").strip()
+    if env:
+        return tuple(normalize_arch(a) for a in env.split(",") if a.strip())
+    detected = _detect_gpu_arches()
+    if not detected:
+        raise ToolchainError(
+            "polykernel.native: no CUDA GPU is visible (nvidia-smi found none), so the "
+            f"target architecture cannot be detected; {_ARCH_HELP}."
+        )
+    return detected
+
+
+@functools.cache
+def _detect_gpu_arches() -> tuple[str, ...]:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return ()
+    out = _run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"])
+    caps = sorted({normalize_arch(x) for x in re.findall(r"\d+\.\d+", out)})
+    return tuple(caps)

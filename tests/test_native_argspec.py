@@ -1,0 +1,123 @@
+"""arg_spec parsing and signature inference (no compiler needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from polykernel.errors import KernelRegistrationError
+from polykernel.native.argspec import check_module_name, resolve_specs
+from polykernel.native.codegen import render_source
+
+SRC = """
+// a comment mentioning void ghost(int x)
+void add(const pk::Tensor& a, pk::Tensor const &b, pk::Tensor& out,
+         float alpha, const int64_t n, unsigned int u, bool flag) {}
+void launch(const pk::Tensor& x, pk::Tensor& y, cudaStream_t stream, double s) {}
+void bad(pk::Tensor x, pk::Tensor& y) {}
+void noret(const pk::Tensor& x) {}
+"""
+
+
+def test_infers_tokens_from_signature():
+    (spec,) = resolve_specs("m", SRC, ["add"], "cpu")
+    assert spec.tokens() == [
+        "arg",
+        "arg",
+        "ret",
+        "attr.alpha:float32",
+        "attr.n:int64",
+        "attr.u:uint32",
+        "attr.flag:bool",
+    ]
+    assert [p.name for p in spec.args] == ["a", "b"]
+
+
+def test_infers_stream_for_cuda_only():
+    (spec,) = resolve_specs("m", SRC, "launch", "cuda")
+    assert spec.tokens() == ["arg", "ret", "stream", "attr.s:float64"]
+    assert spec.has_stream
+    with pytest.raises(KernelRegistrationError, match="only valid for CUDA"):
+        resolve_specs("m", SRC, ["launch"], "cpu")
+
+
+def test_explicit_tokens_with_pins_and_untyped_attr():
+    specs = resolve_specs(
+        "m",
+        SRC,
+        {
+            "add": [
+                "arg:float32[1]",
+                "arg[0]",
+                "ret:int32",
+                "attr.alpha",
+                "attr.n",
+                "attr.u:uint32",
+                "attr.flag:bool",
+            ]
+        },
+        "cpu",
+    )
+    tokens = specs[0].tokens()
+    assert tokens[:5] == [
+        "arg:float32[1]",
+        "arg[0]",
+        "ret:int32",
+        "attr.alpha:float32",
+        "attr.n:int64",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("functions", "match"),
+    [
+        ({"f": ["arg", "out"]}, "unknown token 'out'"),
+        ({"f": ["arg:float33", "ret"]}, "unknown dtype 'float33'"),
+        ({"f": ["arg", "ret", "attr.x"]}, "has no type and none can be read"),
+        ({"f": ["arg", "ret", "attr.x:complex64"]}, "unsupported type 'complex64'"),
+        ({"f": ["arg", "ret", "attr.1x:int32"]}, "is not a C identifier"),
+        ({"f": ["arg", "ret", "attr.outs:int32"]}, "reserved or repeated"),
+        ({"f": ["arg", "ret", "attr.a:int32", "attr.a:int32"]}, "reserved or repeated"),
+        ({"f": ["arg"]}, "has no output"),
+        ({"f": ["arg", "ret", "stream", "stream"]}, "more than one 'stream'"),
+        ({"f": ["arg", 3]}, "token 3 is not a string"),
+        ({"add": ["arg", "ret"]}, "the spec has 2 tokens"),
+        (["ghost"], "no 'void ghost\\(...\\)' definition found"),
+        (["bad"], "cannot infer a token for parameter 'pk::Tensor x'"),
+        (["noret"], "has no output"),
+        (['x; system("rm")'], "is not a C identifier"),
+        ([], "`functions` is empty"),
+    ],
+)
+def test_spec_errors(functions, match):
+    platform = "cuda" if "stream" in str(functions) else "cpu"
+    with pytest.raises(KernelRegistrationError, match=match):
+        resolve_specs("m", SRC, functions, platform)
+
+
+@pytest.mark.parametrize("name", ["", "1abc", "a-b", "a..b", "a b", None])
+def test_module_name_guard(name):
+    with pytest.raises(KernelRegistrationError, match=r"module name .* is not valid"):
+        check_module_name(name)
+
+
+def test_wrapper_checks_pinned_dtype_and_rank():
+    specs = resolve_specs(
+        "m",
+        SRC,
+        {
+            "add": [
+                "arg:float32[2]",
+                "arg",
+                "ret",
+                "attr.alpha",
+                "attr.n",
+                "attr.u",
+                "attr.flag",
+            ]
+        },
+        "cpu",
+    )
+    full, wrappers = render_source("m", SRC, specs, "cpu")
+    assert "!= 11" in wrappers and "dimensions().size() != 2" in wrappers
+    assert full.startswith('#include "polykernel.h"\n#line 1 "m.cpp"')
+    assert 'Attr<float>("alpha")' in wrappers and "::add(" in wrappers
