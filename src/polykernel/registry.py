@@ -88,7 +88,7 @@ def register(kernel: Any) -> None:
             f"of the same name created at {previous_site}. Give each primitive a "
             "unique name (for example prefix it with your package name).",
             DuplicatePrimitiveWarning,
-            stacklevel=level + 1,
+            stacklevel=level,
         )
 
 

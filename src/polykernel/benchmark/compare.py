@@ -1,0 +1,82 @@
+"""Cross-backend output comparison for one benchmark config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Comparison", "compare_outputs", "pick_reference"]
+
+# A pure-JAX implementation, when registered, is the natural oracle.
+PREFERRED_REFERENCE = "jax_raw"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Outcome of comparing one backend's output with the reference output."""
+
+    matches: bool
+    max_abs_diff: float
+    detail: str = ""
+
+
+def pick_reference(successful: list[str], requested: str | None = None) -> str | None:
+    """Choose the reference backend among those that ran successfully.
+
+    ``requested`` wins when it succeeded, then ``jax_raw``, then the first one.
+
+    Example:
+        >>> pick_reference(["numba", "jax_raw"])
+        'jax_raw'
+    """
+    if requested is not None and requested in successful:
+        return requested
+    if PREFERRED_REFERENCE in successful:
+        return PREFERRED_REFERENCE
+    return successful[0] if successful else None
+
+
+def _leaf_diff(a: np.ndarray, b: np.ndarray) -> float:
+    if a.size == 0:
+        return 0.0
+    if a.dtype == np.bool_ or b.dtype == np.bool_:
+        a, b = a.astype(np.int8), b.astype(np.int8)
+    diff = np.abs(a.astype(np.complex128 if np.iscomplexobj(a) else np.float64) - b)
+    both_nan = np.isnan(a) & np.isnan(b) if a.dtype.kind in "fc" else False
+    diff = np.where(both_nan, 0.0, diff)
+    return float(np.max(diff))
+
+
+def compare_outputs(out: Any, ref: Any, *, rtol: float, atol: float) -> Comparison:
+    """Compare two output pytrees leaf by leaf with ``allclose(rtol, atol)``.
+
+    NaNs in the same places count as equal. Different tree structures or shapes
+    never match.
+
+    Example:
+        >>> compare_outputs([np.ones(3)], [np.ones(3) + 1e-6], rtol=1e-3, atol=1e-3)
+        Comparison(matches=True, max_abs_diff=1.000000000139778e-06, detail='')
+    """
+    import jax
+
+    leaves, tree = jax.tree_util.tree_flatten(out)
+    ref_leaves, ref_tree = jax.tree_util.tree_flatten(ref)
+    if tree != ref_tree:
+        return Comparison(False, float("inf"), f"output structure {tree} vs {ref_tree}")
+    matches, worst = True, 0.0
+    details = []
+    for i, (x, y) in enumerate(zip(leaves, ref_leaves, strict=True)):
+        a, b = np.asarray(x), np.asarray(y)
+        if a.shape != b.shape:
+            return Comparison(
+                False, float("inf"), f"output {i}: shape {a.shape} vs {b.shape}"
+            )
+        ok = bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+        d = _leaf_diff(a, b)
+        worst = max(worst, d)
+        if not ok:
+            matches = False
+            details.append(f"output {i}: max |diff| {d:.4g}")
+    return Comparison(matches, worst, "; ".join(details))

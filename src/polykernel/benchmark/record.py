@@ -1,0 +1,161 @@
+"""``BenchmarkRecord`` (one row: a config on a backend) and its statistics."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = ["NOISE_THRESHOLD", "BenchmarkRecord", "TimingStats", "compute_stats"]
+
+# torch.utils.benchmark's convention: a spread (IQR) above 10 % of the median means the
+# measurement is not trustworthy at face value.
+NOISE_THRESHOLD = 0.10
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Summary of per-call times, all in milliseconds."""
+
+    median_ms: float
+    p25_ms: float
+    p75_ms: float
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    max_ms: float
+    n: int
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.p75_ms - self.p25_ms
+
+
+def compute_stats(times_s: Sequence[float]) -> TimingStats:
+    """Summarise per-call times given in seconds.
+
+    Percentiles use linear interpolation (NumPy's default); ``std`` is the sample
+    standard deviation (0 for a single time).
+
+    Raises:
+        ValueError: ``times_s`` is empty.
+
+    Example:
+        >>> compute_stats([0.001, 0.002, 0.003]).median_ms
+        2.0
+    """
+    if len(times_s) == 0:
+        raise ValueError("compute_stats: no times to summarise (n_runs must be >= 1).")
+    ms = sorted(float(t) * 1e3 for t in times_s)
+
+    def pct(q: float) -> float:
+        pos = q * (len(ms) - 1)
+        lo = math.floor(pos)
+        hi = min(lo + 1, len(ms) - 1)
+        return ms[lo] + (ms[hi] - ms[lo]) * (pos - lo)
+
+    return TimingStats(
+        median_ms=pct(0.5),
+        p25_ms=pct(0.25),
+        p75_ms=pct(0.75),
+        mean_ms=statistics.fmean(ms),
+        std_ms=statistics.stdev(ms) if len(ms) > 1 else 0.0,
+        min_ms=ms[0],
+        max_ms=ms[-1],
+        n=len(ms),
+    )
+
+
+@dataclass
+class BenchmarkRecord:
+    """One benchmark row: a config (``label``) run on one backend.
+
+    The first eleven fields keep the order of the reference API. Times are per call
+    in milliseconds and are ``None`` when the run failed.
+
+    Attributes:
+        throughput: ``work / median`` in ``throughput_unit`` (e.g. ``"B/s"``) when
+            the config declared its work, else ``None``.
+        compile_ms: Time of the first call (tracing + lowering + XLA compile).
+        matches_reference: ``True``/``False`` after comparing outputs with the
+            ``reference_backend``; ``None`` if not compared.
+        max_abs_diff: Largest absolute output difference to the reference.
+
+    Example:
+        >>> r = BenchmarkRecord("cpu", "numba", "n=10", median_ms=1.0, p25_ms=0.9,
+        ...                     p75_ms=1.2)
+        >>> round(r.relative_iqr, 3), r.noisy
+        (0.3, True)
+    """
+
+    platform: str
+    backend: str
+    label: str
+    mean_ms: float | None = None
+    std_ms: float | None = None
+    min_ms: float | None = None
+    throughput: float | None = None
+    success: bool = True
+    error: str | None = None
+    kernel_kwargs: dict[str, Any] = field(default_factory=dict)
+    data_kwargs: dict[str, Any] = field(default_factory=dict)
+    primitive: str = ""
+    median_ms: float | None = None
+    p25_ms: float | None = None
+    p75_ms: float | None = None
+    max_ms: float | None = None
+    n: int = 0
+    n_batch_per_run: int = 1
+    compile_ms: float | None = None
+    throughput_unit: str | None = None
+    reference_backend: str | None = None
+    matches_reference: bool | None = None
+    max_abs_diff: float | None = None
+
+    @classmethod
+    def from_stats(cls, stats: TimingStats, **kw: Any) -> BenchmarkRecord:
+        """Build a successful record from :class:`TimingStats` plus other fields."""
+        return cls(
+            mean_ms=stats.mean_ms,
+            std_ms=stats.std_ms,
+            min_ms=stats.min_ms,
+            median_ms=stats.median_ms,
+            p25_ms=stats.p25_ms,
+            p75_ms=stats.p75_ms,
+            max_ms=stats.max_ms,
+            n=stats.n,
+            **kw,
+        )
+
+    @property
+    def iqr_ms(self) -> float | None:
+        """Interquartile range of the per-call times (ms)."""
+        if self.p25_ms is None or self.p75_ms is None:
+            return None
+        return self.p75_ms - self.p25_ms
+
+    @property
+    def relative_iqr(self) -> float | None:
+        """IQR divided by the median; ``None`` when unknown."""
+        iqr = self.iqr_ms
+        if iqr is None or not self.median_ms:
+            return None
+        return iqr / self.median_ms
+
+    @property
+    def noisy(self) -> bool:
+        """Whether the IQR exceeds 10 % of the median (do not trust small gaps)."""
+        rel = self.relative_iqr
+        return rel is not None and rel > NOISE_THRESHOLD
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the record as a plain dict (every dataclass field)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchmarkRecord:
+        """Rebuild a record from :meth:`to_dict` output; unknown keys are ignored."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})

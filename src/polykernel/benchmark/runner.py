@@ -1,0 +1,223 @@
+"""``run_benchmark``: every config of a primitive on every backend of a platform.
+
+``XLACustomKernel.benchmark(...)`` forwards here. For each config the call function
+is jitted once per backend; the first call is timed apart as compile time, then the
+timing loop of :mod:`.timing` runs. Outputs are compared across backends and every
+disagreement is recorded on the records (and in ``BenchmarkResult.mismatches``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import BenchmarkDataFnNotProvidedError, BenchmarkMismatchWarning
+from .compare import compare_outputs, pick_reference
+from .config import BenchmarkConfig
+from .record import BenchmarkRecord, compute_stats
+from .result import BenchmarkResult
+from .timing import check_counts, time_function
+
+__all__ = ["run_benchmark"]
+
+_PLATFORMS = ("cpu", "gpu", "tpu")
+
+
+def _select_backends(kernel: Any, platform: str, backends: Any) -> list[str]:
+    name = kernel.name
+    available = list(kernel.available_backends(platform))
+    if not available:
+        registered = {p: list(kernel.available_backends(p)) for p in _PLATFORMS}
+        registered = {p: b for p, b in registered.items() if b}
+        raise ValueError(
+            f"XLACustomKernel '{name}'.benchmark: no backend is registered for "
+            f"platform '{platform}' (registered: {registered or 'none'}). Register "
+            f"a kernel for '{platform}' or benchmark another platform."
+        )
+    if backends is None:
+        return available
+    wanted = [backends] if isinstance(backends, str) else list(backends)
+    unknown = [b for b in wanted if b not in available]
+    if unknown or not wanted:
+        raise ValueError(
+            f"XLACustomKernel '{name}'.benchmark: backends={wanted!r} not all "
+            f"registered for platform '{platform}' (registered: {available})."
+        )
+    return wanted
+
+
+def _configs(kernel: Any, platform: str) -> list[BenchmarkConfig]:
+    name = kernel.name
+    configs = list(kernel.benchmark_data_function(platform=platform))
+    bad = [type(c).__name__ for c in configs if not isinstance(c, BenchmarkConfig)]
+    if bad or not configs:
+        got = f"items of type {sorted(set(bad))}" if bad else "an empty list"
+        raise TypeError(
+            f"XLACustomKernel '{name}'.benchmark: the benchmark data function must "
+            f"return a non-empty list of BenchmarkConfig, got {got}."
+        )
+    return configs
+
+
+def _device(platform: str) -> Any:
+    import jax
+
+    try:
+        return jax.devices(platform)[0]
+    except RuntimeError as err:
+        have = sorted({d.platform for d in jax.devices()})
+        raise ValueError(
+            f"benchmark: platform '{platform}' is not available to JAX in this "
+            f"process (available: {have}). Run on a machine with that platform or "
+            f"choose one of {have}."
+        ) from err
+
+
+def _run_one(kernel, cfg, backend, args, common) -> tuple[BenchmarkRecord, Any]:
+    import jax
+
+    kw = cfg.kernel_kwargs
+    fn = jax.jit(lambda *a: kernel.call(*a, backend=backend, **kw))
+    timing = time_function(fn, args, **common)
+    stats = compute_stats(timing.times_s)
+    throughput = unit = None
+    if cfg.work is not None and stats.median_ms > 0:
+        throughput = cfg.work[0] / (stats.median_ms * 1e-3)
+        unit = f"{cfg.work[1]}/s"
+    record = BenchmarkRecord.from_stats(
+        stats,
+        platform="",
+        backend=backend,
+        label=cfg.name,
+        throughput=throughput,
+        throughput_unit=unit,
+        compile_ms=timing.compile_s * 1e3,
+    )
+    return record, timing.output
+
+
+def _check_ready(kernel: Any) -> None:
+    name = kernel.name
+    if kernel.benchmark_data_function is None:
+        raise BenchmarkDataFnNotProvidedError(
+            f"XLACustomKernel '{name}'.benchmark: no benchmark data function. "
+            "Register one with def_benchmark_data(fn), where fn(*, platform) returns "
+            "a list of BenchmarkConfig."
+        )
+    if kernel.call_function is None:
+        raise ValueError(
+            f"XLACustomKernel '{name}'.benchmark: no call function. Register the "
+            "user-facing wrapper with def_call(fn); it must accept backend=."
+        )
+
+
+def _measure(kernel, cfg, backend, args, common, catch_errors):
+    try:
+        return _run_one(kernel, cfg, backend, args, common)
+    except Exception as err:
+        if not catch_errors:
+            raise
+        msg = f"{type(err).__name__}: {err}".strip()
+        return BenchmarkRecord("", backend, cfg.name, success=False, error=msg), None
+
+
+def _compare(records, outputs, cfg, name, rtol, atol, reference) -> None:
+    ok = [r.backend for r in records if r.success]
+    ref = pick_reference(ok, reference)
+    if ref is None or len(ok) < 2:
+        return
+    for rec in records:
+        if not rec.success:
+            continue
+        rec.reference_backend = ref
+        if rec.backend == ref:
+            continue
+        cmp = compare_outputs(outputs[rec.backend], outputs[ref], rtol=rtol, atol=atol)
+        rec.matches_reference, rec.max_abs_diff = cmp.matches, cmp.max_abs_diff
+        if not cmp.matches:
+            warnings.warn(
+                f"benchmark of '{name}', config '{cfg.name}': backend "
+                f"'{rec.backend}' disagrees with reference '{ref}' ({cmp.detail}; "
+                f"rtol={rtol}, atol={atol}). The mismatch is recorded in "
+                "BenchmarkResult.mismatches.",
+                BenchmarkMismatchWarning,
+                stacklevel=4,
+            )
+
+
+def _verbose_line(name: str, rec: BenchmarkRecord) -> str:
+    head = f"{name} [{rec.platform}] {rec.label} / {rec.backend}:"
+    if not rec.success:
+        return f"{head} FAILED: {rec.error}"
+    noisy = " (noisy)" if rec.noisy else ""
+    return (
+        f"{head} median {rec.median_ms:.4g} ms, IQR {rec.iqr_ms:.3g} ms, "
+        f"n={rec.n}, compile {rec.compile_ms:.4g} ms{noisy}"
+    )
+
+
+def run_benchmark(
+    kernel: Any,
+    *,
+    platform: str,
+    n_warmup: int = 5,
+    n_runs: int = 20,
+    n_batch_per_run: int = 1,
+    compare_results: bool = True,
+    rtol: float = 1e-3,
+    atol: float = 1e-3,
+    verbose: bool = False,
+    catch_errors: bool = True,
+    backends: Sequence[str] | str | None = None,
+    reference_backend: str | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    progress: Any = None,
+) -> BenchmarkResult:
+    """Benchmark every backend of ``kernel`` on ``platform`` over its configs.
+
+    See ``XLACustomKernel.benchmark`` for the arguments shared with it. Extra ones:
+    ``reference_backend`` (the oracle for output comparison; default ``jax_raw``
+    when present, else the first successful backend), ``clock`` (seconds) and
+    ``progress`` (a :class:`~polykernel.benchmark.progress.Progress`).
+
+    Raises:
+        BenchmarkDataFnNotProvidedError: no ``def_benchmark_data`` function.
+        ValueError: no ``def_call`` function, or no backend for ``platform``.
+
+    Example:
+        >>> result = op.benchmark(platform="cpu", n_runs=5)  # doctest: +SKIP
+        >>> print(result.table())  # doctest: +SKIP
+    """
+    name = kernel.name
+    check_counts(n_warmup, n_runs, n_batch_per_run)
+    _check_ready(kernel)
+    chosen = _select_backends(kernel, platform, backends)
+    device = _device(platform)
+    configs = _configs(kernel, platform)
+    common = {"n_warmup": n_warmup, "n_runs": n_runs, "clock": clock}
+    common["n_batch_per_run"] = n_batch_per_run
+    if progress is not None:
+        progress.add_total(len(configs) * len(chosen))
+    records: list[BenchmarkRecord] = []
+    for cfg in configs:
+        args = cfg.put_args(device)
+        cfg_records, outputs = [], {}
+        for backend in chosen:
+            if progress is not None:
+                progress.advance(name, cfg.name, backend)
+            rec, outputs[backend] = _measure(
+                kernel, cfg, backend, args, common, catch_errors
+            )
+            rec.platform, rec.primitive = platform, name
+            rec.kernel_kwargs, rec.data_kwargs = cfg.kernel_kwargs, cfg.data_kwargs
+            rec.n_batch_per_run = n_batch_per_run
+            cfg_records.append(rec)
+            if verbose:
+                print(_verbose_line(name, rec), file=sys.stdout, flush=True)
+        if compare_results:
+            _compare(cfg_records, outputs, cfg, name, rtol, atol, reference_backend)
+        records.extend(cfg_records)
+    return BenchmarkResult(records, primitive_name=name)

@@ -1,0 +1,154 @@
+"""``polykernel info``: versions, devices, FFI API version and usable backends.
+
+Every check is cheap: package metadata and ``PATH`` look-ups, no imports of optional
+packages and no compiling.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import platform as _platform
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+__all__ = ["cmd_info", "ffi_api_version", "gather_info"]
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def ffi_api_version() -> str | None:
+    """Return ``"MAJOR.MINOR"`` of the XLA FFI C API in jaxlib's headers, or None.
+
+    Example:
+        >>> ffi_api_version()  # doctest: +SKIP
+        '0.3'
+    """
+    import jax.ffi
+
+    header = Path(jax.ffi.include_dir()) / "xla" / "ffi" / "api" / "c_api.h"
+    try:
+        text = header.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"#define\s+XLA_FFI_API_(MAJOR|MINOR)\s+(\d+)", text)
+    }
+    if "MAJOR" not in found or "MINOR" not in found:
+        return None
+    return f"{found['MAJOR']}.{found['MINOR']}"
+
+
+def _package(dist: str, module: str, extra: str) -> tuple[bool, str]:
+    version = _version(dist)
+    if version is None or importlib.util.find_spec(module) is None:
+        return False, f'not installed (pip install "polykernel[{extra}]")'
+    return True, f"{dist} {version}"
+
+
+def _tool(finder: str) -> tuple[bool, str]:
+    from .errors import ToolchainError
+    from .native import toolchain
+
+    try:
+        return True, getattr(toolchain, finder)()
+    except ToolchainError as err:
+        return False, " ".join(str(err).split())
+
+
+def _backends(gpu: bool) -> list[dict[str, Any]]:
+    no_gpu = "no GPU visible to JAX"
+    rows = [("jax_raw", "cpu/gpu/tpu", True, "pure JAX, always available")]
+    ok, why = _package("numba", "numba", "numba")
+    rows.append(("numba", "cpu", ok, why))
+    ok, why = _package("numba-cuda", "numba_cuda", "numba-cuda")
+    rows.append(("numba_cuda", "gpu", ok and gpu, why if not ok or gpu else no_gpu))
+    for dist, module, extra, name in (
+        ("warp-lang", "warp", "warp", "warp"),
+        ("triton", "triton", "triton", "triton"),
+    ):
+        ok, why = _package(dist, module, extra)
+        rows.append((name, "gpu", ok and gpu, why if not ok or gpu else no_gpu))
+    pallas = importlib.util.find_spec("jax.experimental.pallas") is not None
+    rows.append(("pallas", "gpu/tpu", pallas and gpu, "part of jax" if gpu else no_gpu))
+    ok, why = _tool("find_host_compiler")
+    rows.append(("cuda_raw", "cpu", ok, f"C++ compiler: {why}"))
+    ok, why = _tool("find_nvcc")
+    why = f"nvcc: {why}" + ("" if gpu or not ok else f"; {no_gpu}")
+    rows.append(("cuda_raw", "gpu", ok and gpu, why))
+    keys = ("backend", "platform", "usable", "detail")
+    return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def gather_info() -> dict[str, Any]:
+    """Collect what ``polykernel info`` prints, as a JSON-ready dict.
+
+    Example:
+        >>> gather_info()["versions"]["polykernel"]  # doctest: +SKIP
+        '0.1.0'
+    """
+    import jax
+
+    from . import config
+    from ._version import __version__
+    from .tuned_defaults import defaults_path
+
+    devices = jax.devices()
+    gpu = any(d.platform in ("gpu", "cuda", "rocm") for d in devices)
+    return {
+        "versions": {
+            "polykernel": __version__,
+            "python": _platform.python_version(),
+            "jax": jax.__version__,
+            "jaxlib": _version("jaxlib"),
+            "numpy": _version("numpy"),
+        },
+        "jax": {
+            "default_platform": jax.default_backend(),
+            "devices": [str(d) for d in devices],
+            "ffi_api_version": ffi_api_version(),
+        },
+        "gpu_present": gpu,
+        "nvidia_smi": shutil.which("nvidia-smi"),
+        "paths": {
+            "cache_root": str(config.cache_root()),
+            "config_dir": str(config.config_dir()),
+            "tuned_defaults": str(defaults_path()),
+        },
+        "backends": _backends(gpu),
+    }
+
+
+def _print_text(info: dict[str, Any]) -> None:
+    for key, value in info["versions"].items():
+        print(f"{key:<14} {value or 'not installed'}")
+    jx = info["jax"]
+    print(f"{'platform':<14} {jx['default_platform']}")
+    print(f"{'devices':<14} {', '.join(jx['devices'])}")
+    print(f"{'FFI API':<14} {jx['ffi_api_version'] or 'unknown (headers not found)'}")
+    print(f"{'GPU':<14} {'yes' if info['gpu_present'] else 'no (none visible to JAX)'}")
+    for key, value in info["paths"].items():
+        print(f"{key:<14} {value}")
+    print("\nbackends:")
+    for row in info["backends"]:
+        mark = "yes" if row["usable"] else "no "
+        print(f"  {row['backend']:<11} {row['platform']:<12} {mark}  {row['detail']}")
+
+
+def cmd_info(args: Any) -> int:
+    """Handler of ``polykernel info``."""
+    info = gather_info()
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        _print_text(info)
+    return 0

@@ -1,0 +1,237 @@
+"""The `polykernel` command, always run as a subprocess (exit codes, stdout/stderr)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PRIMS = textwrap.dedent(
+    """
+    import jax
+    import numpy as np
+    import polykernel as pk
+    from polykernel.benchmark import BenchmarkConfig
+
+    def make(name, offset, tags):
+        op = pk.XLACustomKernel(name)
+        op.def_jax_raw_kernel(lambda outs, **kw: (lambda x: [x * 2.0]), platform="cpu")
+        op.def_kernel("numba", "cpu", lambda outs, **kw: (lambda x: [x * 2.0 + offset]))
+        def call(x, *, backend=None):
+            return op(x, outs=[jax.ShapeDtypeStruct(x.shape, x.dtype)],
+                      backend=backend)[0]
+        op.def_call(call)
+        op.def_benchmark_data(lambda *, platform: [
+            BenchmarkConfig("n=16", (np.ones(16, np.float32),), work=(128, "B"))])
+        op.def_tags(*tags)
+        return op
+
+    good = make("clitest.good", 0.0, ("dense", "float"))
+    bad = make("clitest.bad", 1.0, ("dense", "broken"))
+    plain = pk.XLACustomKernel("clitest.nodata")
+    """
+)
+
+
+@pytest.fixture
+def env(run_env, tmp_path):
+    (tmp_path / "cli_prims.py").write_text(PRIMS)
+    return run_env | {
+        "POLYKERNEL_CONFIG_DIR": str(tmp_path / "cfg"),
+        "POLYKERNEL_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(tmp_path),
+    }
+
+
+def pk(env, *args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "polykernel.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_info_text_and_json(env):
+    import jax.ffi
+
+    header = Path(jax.ffi.include_dir()) / "xla" / "ffi" / "api" / "c_api.h"
+    text = header.read_text()
+    major = text.split("#define XLA_FFI_API_MAJOR ")[1].split()[0]
+    minor = text.split("#define XLA_FFI_API_MINOR ")[1].split()[0]
+    out = pk(env, "info")
+    assert out.returncode == 0, out.stderr
+    assert f"FFI API        {major}.{minor}" in out.stdout
+    assert "jax_raw" in out.stdout and "cuda_raw" in out.stdout
+    data = json.loads(pk(env, "info", "--json").stdout)
+    assert data["jax"]["ffi_api_version"] == f"{major}.{minor}"
+    assert data["jax"]["default_platform"] == "cpu" and data["gpu_present"] is False
+    rows = {(r["backend"], r["platform"]): r for r in data["backends"]}
+    assert rows[("jax_raw", "cpu/gpu/tpu")]["usable"] is True
+    assert (
+        rows[("warp", "gpu")]["usable"] is False
+    )  # no GPU here, whatever is installed
+    assert set(data["versions"]) == {"polykernel", "python", "jax", "jaxlib", "numpy"}
+
+
+def test_list_with_tags_and_names(env):
+    out = pk(env, "list", "--no-catalog", "-m", "cli_prims", "--tags", "dense,float")
+    assert out.returncode == 0, out.stderr
+    assert "clitest.good  [tags: dense,float]" in out.stdout
+    assert "cpu: jax_raw, numba (default jax_raw)" in out.stdout
+    assert "clitest.bad" not in out.stdout
+    rows = json.loads(
+        pk(env, "list", "--no-catalog", "-m", "cli_prims", "--json").stdout
+    )
+    by = {r["name"]: r for r in rows}
+    assert by["clitest.nodata"]["benchmarkable"] is False
+    assert by["clitest.good"]["backends"] == {"cpu": ["jax_raw", "numba"]}
+    miss = pk(env, "list", "--no-catalog", "-m", "cli_prims", "clitest.god")
+    assert miss.returncode == 1
+    assert "Did you mean: clitest.good, " in miss.stderr  # closest first
+    assert len(miss.stderr.strip().splitlines()) == 1 and "Traceback" not in miss.stderr
+
+
+def test_benchmark_outputs_files_and_defaults(env, tmp_path):
+    out = pk(
+        env,
+        "benchmark",
+        "--no-catalog",
+        "-m",
+        "cli_prims",
+        "--tags",
+        "float",
+        "--n-warmup",
+        "1",
+        "--n-runs",
+        "3",
+        "--output",
+        str(tmp_path / "r.csv"),
+        "--plot",
+        str(tmp_path / "r.png"),
+        "--save-defaults",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "clitest.good on cpu: median ms per call" in out.stdout
+    assert "1 primitives, 2 runs, 0 failed, 0 mismatched" in out.stdout
+    assert "[1/2] clitest.good | n=16 | jax_raw" in out.stderr  # plain progress lines
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+    assert "clitest.good" in (tmp_path / "r.csv").read_text()
+    saved = json.loads((tmp_path / "cfg" / "defaults.json").read_text())
+    assert set(saved) == {"clitest.good"}
+    backend = saved["clitest.good"]["cpu"]
+    assert f"default clitest.good: cpu={backend}" in out.stdout
+
+    shown = pk(env, "defaults", "show")
+    assert shown.returncode == 0 and f"clitest.good: cpu={backend}" in shown.stdout
+    cleared = pk(env, "defaults", "clear", "clitest.good", "clitest.other")
+    assert cleared.returncode == 1
+    assert "cleared defaults of 1 primitives" in cleared.stdout
+    assert "no persisted defaults for: clitest.other" in cleared.stderr
+    assert "(no persisted defaults)" in pk(env, "defaults", "show").stdout
+    assert pk(env, "defaults", "clear").returncode == 0
+
+
+def test_benchmark_mismatch_reported_and_strict_fails(env):
+    args = [
+        "benchmark",
+        "--no-catalog",
+        "-m",
+        "cli_prims",
+        "--tags",
+        "broken",
+        "--n-warmup",
+        "0",
+        "--n-runs",
+        "2",
+        "--no-progress",
+    ]
+    loose = pk(env, *args)
+    assert loose.returncode == 0, loose.stderr
+    assert "MISMATCH clitest.bad [cpu] n=16: numba vs jax_raw" in loose.stdout
+    assert "1 mismatched" in loose.stdout and "[1/" not in loose.stderr
+    strict = pk(env, *args, "--strict")
+    assert strict.returncode == 1
+    assert strict.stderr.strip() == (
+        "polykernel benchmark: error: --strict: 0 failed runs, 1 output mismatches"
+    )
+
+
+def test_benchmark_without_primitives_and_bad_module(env):
+    none = pk(env, "benchmark", "--no-catalog")
+    assert none.returncode == 1
+    assert none.stderr.startswith(
+        "polykernel benchmark: error: no registered primitive can be benchmarked on cpu"
+    )
+    assert len(none.stderr.strip().splitlines()) == 1
+    bad = pk(env, "list", "--no-catalog", "-m", "no_such_module_xyz")
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert (
+        "cannot import module 'no_such_module_xyz' (ModuleNotFoundError" in bad.stderr
+    )
+    debug = pk(env, "--debug", "list", "--no-catalog", "-m", "no_such_module_xyz")
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    missing = pk(env, "list", "--no-catalog", "-m", "nope/prims.py")
+    assert missing.returncode == 1 and "no such file: nope/prims.py" in missing.stderr
+
+
+def test_catalog_is_imported_by_default(env):
+    out = pk(env, "list", "--json")
+    assert out.returncode == 0, out.stderr
+    names = [row["name"] for row in json.loads(out.stdout)]
+    assert names and all(n.startswith("polykernel.catalog.") for n in names)
+
+
+def test_module_given_as_file_path(env, tmp_path):
+    out = pk(env, "list", "--no-catalog", "-m", str(tmp_path / "cli_prims.py"))
+    assert out.returncode == 0, out.stderr
+    assert "clitest.good" in out.stdout
+
+
+def test_usage_errors_exit_2(env):
+    for args in (
+        [],
+        ["benchmark", "--n-runs", "0"],
+        ["benchmark", "--output", "r.pkl"],
+        ["benchmark", "--plot", "r.svg"],
+        ["cache", "prune"],
+        ["cache", "explode"],
+        ["nosuchcommand"],
+    ):
+        out = pk(env, *args)
+        assert out.returncode == 2, (args, out.stderr)
+        assert "usage: polykernel" in out.stderr
+
+
+def test_cache_info_prune_clear(env, tmp_path):
+    entry = tmp_path / "cache" / "native" / "abc"
+    entry.mkdir(parents=True, mode=0o700)
+    (entry / "lib.so").write_bytes(b"x" * 3000)
+    info = pk(env, "cache", "info")
+    assert info.returncode == 0, info.stderr
+    assert f"cache root   {tmp_path / 'cache'}" in info.stdout
+    assert "2.9 KiB in 1 files" in info.stdout
+    assert "native libs  1 entries" in info.stdout
+    kept = pk(env, "cache", "prune", "--max-bytes", "100000")
+    assert kept.returncode == 0 and "pruned 0 B" in kept.stdout
+    cleared = pk(env, "cache", "clear")
+    assert cleared.returncode == 0 and "cleared 2.9 KiB" in cleared.stdout
+    assert not (tmp_path / "cache" / "native").exists()
+    assert "0 B in 0 files" in pk(env, "cache", "info").stdout
+
+
+def test_main_in_process_handles_absent_catalog(monkeypatch, capsys):
+    """`main` returns codes instead of exiting; a missing catalog is skipped."""
+    from polykernel import cli, cli_bench
+
+    monkeypatch.setattr(cli_bench, "CATALOG", "polykernel._no_catalog_here")
+    cli_bench.import_modules([], catalog=True)  # nothing to import, no error
+    assert cli.main(["--version"]) == 0
+    assert cli.main(["benchmark", "--n-runs", "x"]) == 2
+    assert "expected an integer >= 1, got 'x'" in capsys.readouterr().err
