@@ -88,8 +88,8 @@ class KernelTable:
                     f"(registered: {self.backends(platform)}). Pick one of those or "
                     f"register '{backend}' first."
                 )
+            changed = self.default(platform) != backend
             self._runtime_choice.add(platform)
-            changed = self._defaults.get(platform) != backend
             self._defaults[platform] = backend
             return changed
 
