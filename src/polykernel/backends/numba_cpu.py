@@ -1,0 +1,301 @@
+"""``numba_kernel``: run a ``@numba.njit`` kernel inside XLA on CPU, GIL-free.
+
+The kernel becomes a typed XLA FFI custom call whose handler is a generated Numba
+``@cfunc`` (``_numba_codegen``): no Python and no GIL run on the call path. The
+kernel receives zero-copy NumPy views of the inputs, then of the outputs (which it
+fills in place), then the scalar attributes as keyword arguments::
+
+    @numba.njit
+    def axpy(x, y, out, alpha):
+        for i in range(out.size):
+            out[i] = alpha * x[i] + y[i]
+
+    f = numba_kernel(axpy, jax.ShapeDtypeStruct((n,), jnp.float32))
+    f(x, y, alpha=np.float32(2.0))
+
+See ``docs/numba.md`` for dtypes, ``vmap_method`` and caching.
+"""
+
+from __future__ import annotations
+
+import functools
+import keyword
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import KernelCompilationError, KernelExecutionError, KernelRegistrationError
+from ..ffi import abi
+from ..ffi.naming import kernel_fingerprint, target_name
+from ._numba_codegen import Signature
+
+__all__ = ["NumbaKernel", "numba_kernel"]
+
+VMAP_METHODS = (
+    None,
+    "sequential",
+    "sequential_unrolled",
+    "expand_dims",
+    "broadcast_all",
+)
+_ATTR_DTYPES = tuple(n for n in abi.DTYPE_CODES if n not in ("float16", "bfloat16"))
+_ATTR_DTYPES = tuple(n for n in _ATTR_DTYPES if not n.startswith("complex"))
+_TEMPLATE_VERSION = "1"  # bump when _numba_codegen output changes meaning
+_MARKER = "polykernel numba_kernel '"
+_EAGER_CACHE_SIZE = 64
+
+
+def numba_kernel(
+    kernel: Any,
+    outs: Any,
+    *,
+    vmap_method: str | None = None,
+    input_output_aliases: dict[int, int] | None = None,
+) -> NumbaKernel:
+    """Wrap a Numba CPU kernel as a JAX-callable XLA FFI custom call.
+
+    Args:
+        kernel: A ``@numba.njit`` function taking ``(*inputs, *outputs)`` (plus any
+            scalar attributes by keyword) and writing its outputs in place.
+        outs: One ``jax.ShapeDtypeStruct``-like (``.shape``/``.dtype``), giving one
+            returned array, or a list/tuple of them, giving a tuple.
+        vmap_method: How ``jax.vmap`` calls the kernel: ``"sequential"``,
+            ``"sequential_unrolled"`` (one call per batch element),
+            ``"expand_dims"``, ``"broadcast_all"`` (one call for the whole batch; the
+            handler loops over the batch dims). ``None`` (default) means
+            ``"expand_dims"`` (``"broadcast_all"`` when aliases are given).
+        input_output_aliases: ``{input index: output index}`` for in-place updates;
+            donate the input (``jax.jit(..., donate_argnums=...)``) to avoid a copy.
+
+    Returns:
+        A callable ``f(*arrays, **scalar_attributes)`` usable eagerly, under
+        ``jax.jit`` and under ``jax.vmap`` on CPU.
+
+    Raises:
+        KernelRegistrationError: ``kernel``, ``outs``, ``vmap_method`` or
+            ``input_output_aliases`` is invalid.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, numba
+        >>> @numba.njit
+        ... def add(x, y, out):
+        ...     for i in range(out.size):
+        ...         out[i] = x[i] + y[i]
+        >>> f = numba_kernel(add, jax.ShapeDtypeStruct((3,), jnp.float32))
+        >>> f(jnp.ones(3), jnp.ones(3)).tolist()
+        [2.0, 2.0, 2.0]
+    """
+    return NumbaKernel(kernel, outs, vmap_method, input_output_aliases)
+
+
+def _kernel_name(kernel: Any) -> str:
+    py_func = getattr(kernel, "py_func", kernel)
+    return getattr(py_func, "__qualname__", repr(py_func))
+
+
+def _normalize_outs(name: str, outs: Any) -> tuple[tuple[Any, ...], bool]:
+    single = hasattr(outs, "shape") and hasattr(outs, "dtype")
+    items = (outs,) if single else outs
+    if not isinstance(items, Sequence) or not items:
+        raise KernelRegistrationError(
+            f"numba_kernel '{name}': outs must be a jax.ShapeDtypeStruct or a "
+            f"non-empty list/tuple of them, got {outs!r}."
+        )
+    import jax
+
+    specs = []
+    for i, out in enumerate(items):
+        if not (hasattr(out, "shape") and hasattr(out, "dtype")):
+            raise KernelRegistrationError(
+                f"numba_kernel '{name}': outs[{i}] must have .shape and .dtype "
+                f"(e.g. jax.ShapeDtypeStruct), got {out!r}."
+            )
+        _check_dtype(name, f"outs[{i}]", out.dtype)
+        specs.append(jax.ShapeDtypeStruct(tuple(out.shape), out.dtype))
+    return tuple(specs), single
+
+
+def _check_dtype(name: str, what: str, dtype: Any) -> str:
+    try:
+        abi.dtype_code(dtype)
+    except TypeError:
+        raise KernelRegistrationError(
+            f"numba_kernel '{name}': {what} has dtype {np.dtype(dtype).name}, which "
+            f"cannot cross the XLA FFI; use one of {', '.join(abi.DTYPE_CODES)}."
+        ) from None
+    return np.dtype(dtype).name
+
+
+class NumbaKernel:
+    """The callable :func:`numba_kernel` returns (one per kernel and ``outs``)."""
+
+    def __init__(
+        self,
+        kernel: Any,
+        outs: Any,
+        vmap_method: str | None,
+        input_output_aliases: dict[int, int] | None,
+    ) -> None:
+        from ._numba_build import check_parallel_layer, import_numba
+
+        numba = import_numba()
+        from numba.core.registry import CPUDispatcher
+
+        self.name = _kernel_name(kernel)
+        if not isinstance(kernel, CPUDispatcher):
+            raise KernelRegistrationError(
+                f"numba_kernel: expected a @numba.njit function, got "
+                f"{type(kernel).__name__} '{self.name}'. Decorate the kernel with "
+                f"@numba.njit (CUDA kernels go to numba_cuda_kernel)."
+            )
+        if kernel.targetoptions.get("parallel"):
+            check_parallel_layer(numba, self.name)
+        self.kernel = kernel
+        self.out_specs, self._single = _normalize_outs(self.name, outs)
+        if vmap_method not in VMAP_METHODS:
+            raise KernelRegistrationError(
+                f"numba_kernel '{self.name}': vmap_method must be one of "
+                f"{VMAP_METHODS}, got {vmap_method!r}."
+            )
+        self.aliases = dict(input_output_aliases or {})
+        for i, o in self.aliases.items():
+            if not (isinstance(o, int) and 0 <= o < len(self.out_specs)):
+                raise KernelRegistrationError(
+                    f"numba_kernel '{self.name}': input_output_aliases maps input {i} "
+                    f"to output {o!r}, but there are {len(self.out_specs)} outputs."
+                )
+        default = "broadcast_all" if self.aliases else "expand_dims"
+        self.vmap_method = vmap_method or default
+        self._out_sig = tuple(
+            (np.dtype(s.dtype).name, len(s.shape)) for s in self.out_specs
+        )
+        self._fingerprint: str | None = None
+        self._targets: dict[Signature, str] = {}
+        self._eager: dict[Any, Callable[..., Any]] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"numba_kernel({self.name}, outs={list(self.out_specs)})"
+
+    # -- calling -----------------------------------------------------------------
+
+    def __call__(self, *args: Any, **attrs: Any) -> Any:
+        """Run the kernel on ``args``; keyword arguments are scalar attributes."""
+        import jax
+
+        if any(isinstance(a, jax.core.Tracer) for a in args):
+            return self.bind(*args, **attrs)
+        args = tuple(a if isinstance(a, jax.Array) else jax.numpy.asarray(a) for a in args)
+        attr_vals = self._attributes(attrs)
+        key = (
+            tuple((a.shape, a.dtype) for a in args),
+            tuple((n, v.dtype.str, v.item()) for n, v in attr_vals),
+        )
+        fn = self._eager.get(key)
+        if fn is None:
+            fn = jax.jit(functools.partial(self._bind, attr_vals=attr_vals))
+            with self._lock:
+                if len(self._eager) >= _EAGER_CACHE_SIZE:
+                    self._eager.pop(next(iter(self._eager)))
+                self._eager[key] = fn
+        try:
+            return fn(*args)
+        except (jax.errors.JaxRuntimeError, ValueError) as err:
+            # jit's C++ fast path reports a failed custom call as ValueError, the
+            # slow path as JaxRuntimeError; both carry the handler's message.
+            if _MARKER in str(err) and not isinstance(err, KernelRegistrationError):
+                raise KernelExecutionError(str(err)) from err
+            raise
+
+    def bind(self, *args: Any, **attrs: Any) -> Any:
+        """Emit the FFI custom call (the traced path used under ``jax.jit``)."""
+        return self._bind(*args, attr_vals=self._attributes(attrs))
+
+    def _bind(self, *args: Any, attr_vals: tuple[tuple[str, Any], ...]) -> Any:
+        import jax
+
+        for i in self.aliases:
+            if not (isinstance(i, int) and 0 <= i < len(args)):
+                raise KernelRegistrationError(
+                    f"numba_kernel '{self.name}': input_output_aliases names input "
+                    f"{i!r}, but the call has {len(args)} inputs."
+                )
+        ins = []
+        for i, a in enumerate(args):
+            a = a if hasattr(a, "ndim") else jax.numpy.asarray(a)
+            ins.append((_check_dtype(self.name, f"input {i}", a.dtype), a.ndim))
+        sig = Signature(
+            tuple(ins), self._out_sig, tuple((n, v.dtype.name) for n, v in attr_vals)
+        )
+        call = jax.ffi.ffi_call(
+            self.target_for(sig),
+            list(self.out_specs),
+            vmap_method=self.vmap_method,
+            input_output_aliases=self.aliases or None,
+        )
+        out = call(*args, **dict(attr_vals))
+        return out[0] if self._single else tuple(out)
+
+    def _attributes(self, attrs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+        import jax
+
+        result = []
+        for name in sorted(attrs):  # XLA passes attributes sorted by name
+            value = attrs[name]
+            if not name.isidentifier() or keyword.iskeyword(name):
+                raise KernelRegistrationError(
+                    f"numba_kernel '{self.name}': attribute name {name!r} is not a "
+                    f"valid Python identifier."
+                )
+            if isinstance(value, jax.core.Tracer):
+                raise KernelRegistrationError(
+                    f"numba_kernel '{self.name}': attribute '{name}' is a traced "
+                    f"value; attributes are compile-time scalars. Pass it as an "
+                    f"array input instead, or make it static (static_argnames)."
+                )
+            arr = np.asarray(value)
+            if arr.ndim != 0 or arr.dtype.name not in _ATTR_DTYPES:
+                raise KernelRegistrationError(
+                    f"numba_kernel '{self.name}': attribute '{name}' must be a "
+                    f"scalar of dtype {', '.join(_ATTR_DTYPES)}; got "
+                    f"{type(value).__name__} with dtype {arr.dtype.name} and shape "
+                    f"{arr.shape}. Pass arrays as inputs."
+                )
+            result.append((name, arr[()]))
+        return tuple(result)
+
+    # -- targets ------------------------------------------------------------------
+
+    def target_for(self, sig: Signature) -> str:
+        """Name of the registered FFI target for ``sig`` (built on first use)."""
+        target = self._targets.get(sig)
+        if target is not None:
+            return target
+        from ._numba_build import build_handler
+
+        with self._lock:
+            if self._fingerprint is None:
+                self._fingerprint = kernel_fingerprint(self.kernel)
+        target = target_name(
+            "pk_numba",
+            self._fingerprint,
+            sig.spec(),
+            _TEMPLATE_VERSION,
+            f"{abi.API_MAJOR}.{abi.API_MINOR}",
+        )
+        try:
+            build_handler(target, sig, self.name, self.kernel)
+        except KernelRegistrationError:
+            raise
+        except Exception as err:
+            raise KernelCompilationError(
+                f"numba_kernel '{self.name}': Numba could not compile the kernel for "
+                f"inputs ({sig.spec().split(';')[0]}), outputs "
+                f"({sig.spec().split(';')[1]}) and attributes "
+                f"({sig.spec().split(';')[2] or 'none'}): "
+                f"{type(err).__name__}: {err}"
+            ) from err
+        self._targets[sig] = target
+        return target
