@@ -41,9 +41,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
 
 
 def _has_gpu() -> bool:
-    return shutil.which("nvidia-smi") is not None and os.environ.get(
-        "POLYKERNEL_TEST_GPU"
-    ) == "1"
+    return (
+        shutil.which("nvidia-smi") is not None
+        and os.environ.get("POLYKERNEL_TEST_GPU") == "1"
+    )
 
 
 @pytest.fixture

@@ -24,7 +24,9 @@ def csr():
 def test_scaled_add(backend):
     x = np.linspace(-1, 1, 37, dtype=np.float32)
     y = np.arange(37, dtype=np.float32)
-    got = jax.jit(lambda x, y: catalog.scaled_add(x, y, alpha=3.0, backend=backend))(x, y)
+    got = jax.jit(lambda x, y: catalog.scaled_add(x, y, alpha=3.0, backend=backend))(
+        x, y
+    )
     np.testing.assert_allclose(got, 3.0 * x + y, rtol=1e-6)
 
 
@@ -33,11 +35,15 @@ def test_scaled_add(backend):
 def test_csrmv_matches_scipy(csr, backend, transpose):
     data, indices, indptr, A = csr
     v = np.random.default_rng(0).random(60 if transpose else 40).astype(np.float32)
-    f = jax.jit(lambda *a: catalog.csrmv(*a, shape=(60, 40), transpose=transpose,
-                                         backend=backend))
+    f = jax.jit(
+        lambda *a: catalog.csrmv(
+            *a, shape=(60, 40), transpose=transpose, backend=backend
+        )
+    )
     expected = A.T @ v if transpose else A @ v
-    np.testing.assert_allclose(f(data, indices, indptr, v), expected, rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        f(data, indices, indptr, v), expected, rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -55,12 +61,20 @@ def test_csrmv_grad_and_jvp(csr, backend):
         return jnp.sum(jnp.sin(dense @ v))
 
     for argnum in (0, 1):
-        np.testing.assert_allclose(jax.grad(loss, argnum)(data, v),
-                                   jax.grad(reference, argnum)(data, v),
-                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            jax.grad(loss, argnum)(data, v),
+            jax.grad(reference, argnum)(data, v),
+            rtol=1e-4,
+            atol=1e-5,
+        )
     tangent = np.ones(40, np.float32)
-    _, tan = jax.jvp(lambda v: catalog.csrmv(data, indices, indptr, v, shape=(60, 40),
-                                             backend=backend), [v], [tangent])
+    _, tan = jax.jvp(
+        lambda v: catalog.csrmv(
+            data, indices, indptr, v, shape=(60, 40), backend=backend
+        ),
+        [v],
+        [tangent],
+    )
     np.testing.assert_allclose(tan, A @ tangent, rtol=1e-5)
 
 
@@ -69,9 +83,11 @@ def test_event_csrmv(csr, backend):
     data, indices, indptr, A = csr
     spikes = np.random.default_rng(2).random(60) < 0.3
     got = jax.jit(lambda *a: catalog.event_csrmv(*a, n_post=40, backend=backend))(
-        data, indices, indptr, spikes)
-    np.testing.assert_allclose(got, A.T @ spikes.astype(np.float32), rtol=1e-5,
-                               atol=1e-6)
+        data, indices, indptr, spikes
+    )
+    np.testing.assert_allclose(
+        got, A.T @ spikes.astype(np.float32), rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -80,12 +96,15 @@ def test_lif_step(backend):
     v = rng.uniform(-75, -50, 101).astype(np.float32)
     i_ext = rng.uniform(0, 300, 101).astype(np.float32)
     v_next, spikes = jax.jit(lambda v, i: catalog.lif_step(v, i, backend=backend))(
-        v, i_ext)
-    candidate = v + np.float32(0.1) * (-(v + np.float32(70.0)) * np.float32(0.05)
-                                       + i_ext)
+        v, i_ext
+    )
+    candidate = v + np.float32(0.1) * (
+        -(v + np.float32(70.0)) * np.float32(0.05) + i_ext
+    )
     np.testing.assert_array_equal(spikes, candidate >= -55.0)
-    np.testing.assert_allclose(v_next, np.where(candidate >= -55.0, -70.0, candidate),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        v_next, np.where(candidate >= -55.0, -70.0, candidate), rtol=1e-6
+    )
     assert spikes.dtype == np.bool_
     assert 0 < spikes.sum() < 101
 
@@ -93,7 +112,9 @@ def test_lif_step(backend):
 def test_vmap_of_catalog_primitive(csr):
     data, indices, indptr, A = csr
     vs = np.random.default_rng(4).random((3, 40)).astype(np.float32)
-    got = jax.vmap(lambda v: catalog.csrmv(data, indices, indptr, v, shape=(60, 40)))(vs)
+    got = jax.vmap(lambda v: catalog.csrmv(data, indices, indptr, v, shape=(60, 40)))(
+        vs
+    )
     np.testing.assert_allclose(got, (A @ vs.T).T, rtol=1e-5, atol=1e-6)
 
 

@@ -40,7 +40,7 @@ def test_ensure_private_dir_refuses_group_writable(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
     os.chmod(shared, 0o775)
-    with pytest.raises(pk.CacheError, match="writable by group or others.*chmod go-w"):
+    with pytest.raises(pk.CacheError, match=r"writable by group or others.*chmod go-w"):
         config.ensure_private_dir(shared)
 
 
@@ -54,5 +54,7 @@ def test_ensure_private_dir_refuses_a_file(tmp_path):
 def test_ensure_private_dir_reports_uncreatable(tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("x")
-    with pytest.raises(pk.CacheError, match="cannot create directory.*POLYKERNEL_CACHE_DIR"):
+    with pytest.raises(
+        pk.CacheError, match=r"cannot create directory.*POLYKERNEL_CACHE_DIR"
+    ):
         config.ensure_private_dir(blocker / "sub")

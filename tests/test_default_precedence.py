@@ -1,4 +1,4 @@
-"""Precedence of backend choices: per-call > set_default > persisted tuned > registration."""
+"""Backend precedence: per-call > set_default > persisted tuned > registration."""
 
 from __future__ import annotations
 

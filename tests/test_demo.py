@@ -14,7 +14,10 @@ def test_demo_prints_tables_and_writes_json_and_png(tmp_path, run_env):
     out = tmp_path / "demo-output"
     proc = subprocess.run(
         [sys.executable, "-m", "polykernel.demo", "--quick", "--output", str(out)],
-        env=run_env, capture_output=True, text=True, timeout=600,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("scaled_add", "csrmv", "event_csrmv", "lif_step"):

@@ -32,14 +32,19 @@ def test_each_error_is_polykernel_and_builtin(cls):
 
 def test_every_public_error_is_covered():
     exported = {getattr(errors, name) for name in errors.__all__}
-    exceptions = {c for c in exported if issubclass(c, Exception)
-                  and not issubclass(c, Warning)}
+    exceptions = {
+        c for c in exported if issubclass(c, Exception) and not issubclass(c, Warning)
+    }
     assert exceptions - {pk.PolykernelError} == set(BUILTIN_OF)
 
 
 def test_compilation_error_carries_output_source_and_command():
-    err = pk.CompilationError("g++ failed", output="error: x", source_path="/tmp/a.cc",
-                              command=["g++", "a.cc"])
+    err = pk.CompilationError(
+        "g++ failed",
+        output="error: x",
+        source_path="/tmp/a.cc",
+        command=["g++", "a.cc"],
+    )
     assert err.output == "error: x"
     assert err.source_path == "/tmp/a.cc"
     assert err.command == ["g++", "a.cc"]

@@ -60,7 +60,12 @@ SHARDING_SCRIPT = textwrap.dedent("""
 
 
 def test_sharded_inputs_and_shard_map(run_env):
-    proc = subprocess.run([sys.executable, "-c", SHARDING_SCRIPT], env=run_env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", SHARDING_SCRIPT],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("ok 2")

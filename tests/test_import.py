@@ -7,27 +7,48 @@ import os
 import subprocess
 import sys
 
-OPTIONAL = ["numba", "warp", "triton", "numba_cuda", "torch", "llvmlite", "matplotlib",
-            "scipy"]
+OPTIONAL = [
+    "numba",
+    "warp",
+    "triton",
+    "numba_cuda",
+    "torch",
+    "llvmlite",
+    "matplotlib",
+    "scipy",
+]
 
-PROBE = """
+PROBE = f"""
 import json, sys
 import polykernel
 names = sorted(polykernel.__dir__())
-print(json.dumps({"loaded": [m for m in %r if m in sys.modules], "names": names}))
-""" % (OPTIONAL,)
+print(json.dumps({{"loaded": [m for m in {OPTIONAL!r} if m in sys.modules],
+                  "names": names}}))
+"""
 
 
 def test_import_is_free_of_optional_packages_and_disk_writes(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("POLYKERNEL_", "XDG_", "NUMBA_CACHE"))}
-    env.update(HOME=str(home), JAX_PLATFORMS="cpu",
-               POLYKERNEL_CACHE_DIR=str(tmp_path / "cache"),
-               POLYKERNEL_CONFIG_DIR=str(tmp_path / "config"))
-    proc = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("POLYKERNEL_", "XDG_", "NUMBA_CACHE"))
+    }
+    env.update(
+        HOME=str(home),
+        JAX_PLATFORMS="cpu",
+        POLYKERNEL_CACHE_DIR=str(tmp_path / "cache"),
+        POLYKERNEL_CONFIG_DIR=str(tmp_path / "config"),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["loaded"] == []

@@ -75,7 +75,12 @@ def test_shorthand_methods_register_backend_and_platform():
     op.def_jax_raw_kernel(gen)
     assert op.available_backends("cpu") == ["numba", "cuda_raw", "jax_raw"]
     assert op.available_backends("gpu") == [
-        "numba_cuda", "warp", "triton", "pallas", "cuda_raw", "jax_raw"
+        "numba_cuda",
+        "warp",
+        "triton",
+        "pallas",
+        "cuda_raw",
+        "jax_raw",
     ]
     assert op.available_backends("tpu") == ["pallas", "jax_raw"]
     assert op.defaults == {"cpu": "numba", "gpu": "numba_cuda", "tpu": "pallas"}
@@ -92,11 +97,16 @@ def test_shorthand_asdefault():
     ("call", "message"),
     [
         (lambda op: op.def_kernel("", "cpu", scale_gen(1)), "backend must be a non"),
-        (lambda op: op.def_kernel("x", "mars", scale_gen(1)), "platform must be one of"),
+        (
+            lambda op: op.def_kernel("x", "mars", scale_gen(1)),
+            "platform must be one of",
+        ),
         (lambda op: op.def_kernel("x", "cpu", 3), "kernel generator must be callable"),
         (lambda op: op.def_pallas_kernel("cpu", scale_gen(1)), r"\['gpu', 'tpu'\]"),
-        (lambda op: op.def_cuda_raw_kernel(scale_gen(1), platform="tpu"),
-         r"\['cpu', 'gpu'\]"),
+        (
+            lambda op: op.def_cuda_raw_kernel(scale_gen(1), platform="tpu"),
+            r"\['cpu', 'gpu'\]",
+        ),
         (lambda op: op.def_tags("ok", ""), "tags must be non-empty strings"),
     ],
 )
@@ -108,11 +118,17 @@ def test_registration_errors(call, message):
 def test_set_default_errors_list_what_is_registered():
     op = new_op()
     op.def_kernel("jax_raw", "cpu", scale_gen(1.0))
-    with pytest.raises(ValueError, match=r"no kernels are registered for platform "
-                                         r"'gpu' \(platforms with kernels: \['cpu'\]\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"no kernels are registered for platform "
+        r"'gpu' \(platforms with kernels: \['cpu'\]\)",
+    ):
         op.set_default("gpu", "warp")
-    with pytest.raises(ValueError, match=r"backend 'warp' is not registered for "
-                                         r"platform 'cpu' \(registered: \['jax_raw'\]\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"backend 'warp' is not registered for "
+        r"platform 'cpu' \(registered: \['jax_raw'\]\)",
+    ):
         op.set_default("cpu", "warp")
 
 
@@ -136,8 +152,10 @@ def test_call_sequence_outs_mirror_container(container):
 def test_call_pytree_outs_mirror_structure():
     op = new_op()
     op.def_kernel("jax_raw", "cpu", lambda outs, **kw: lambda x: [x + 1, x.sum()])
-    out = op(jnp.ones(4, jnp.float32),
-             outs={"a": SPEC, "b": jax.ShapeDtypeStruct((), jnp.float32)})
+    out = op(
+        jnp.ones(4, jnp.float32),
+        outs={"a": SPEC, "b": jax.ShapeDtypeStruct((), jnp.float32)},
+    )
     assert set(out) == {"a", "b"}
     assert out["b"].shape == ()
     np.testing.assert_allclose(out["b"], 4.0)
@@ -201,8 +219,7 @@ def test_generator_receives_ins_only_when_declared():
     assert seen == [(((4,), jnp.float32), ((4,), jnp.float32))]
 
     op2 = new_op()
-    op2.def_kernel("jax_raw", "cpu", lambda outs, **kwargs: (
-        lambda x: x + len(kwargs)))
+    op2.def_kernel("jax_raw", "cpu", lambda outs, **kwargs: lambda x: x + len(kwargs))
     np.testing.assert_allclose(op2(jnp.zeros(4, jnp.float32), outs=SPEC), 0.0)
 
 
@@ -226,8 +243,10 @@ def test_per_call_backend_registered_only_on_other_platform():
     op = new_op()
     op.def_kernel("jax_raw", "cpu", scale_gen(1.0))
     op.def_warp_kernel(scale_gen(1.0))
-    with pytest.raises(pk.KernelNotAvailableError,
-                       match=r"backend 'warp' is not registered for platform 'cpu'"):
+    with pytest.raises(
+        pk.KernelNotAvailableError,
+        match=r"backend 'warp' is not registered for platform 'cpu'",
+    ):
         op(jnp.ones(4), outs=SPEC, backend="warp")
 
 
@@ -269,9 +288,11 @@ def test_jit_matches_eager():
 def test_no_kernel_for_platform_lists_platforms_with_kernels():
     op = new_op()
     op.def_warp_kernel(scale_gen(1.0))
-    with pytest.raises(pk.KernelNotAvailableError,
-                       match=r"no kernel for platform 'cpu' \(platforms with kernels: "
-                             r"\['gpu'\]\)"):
+    with pytest.raises(
+        pk.KernelNotAvailableError,
+        match=r"no kernel for platform 'cpu' \(platforms with kernels: "
+        r"\['gpu'\]\)",
+    ):
         op(jnp.ones(4, jnp.float32), outs=SPEC)
 
 
@@ -280,8 +301,9 @@ def test_lowering_for_gpu_uses_gpu_kernel_without_a_device():
     op.def_kernel("jax_raw", "cpu", scale_gen(1.0))
     op.def_kernel("jax_raw", "gpu", scale_gen(5.0))
     f = jax.jit(lambda x: op(x, outs=SPEC))
-    text = f.trace(jnp.ones(4, jnp.float32)).lower(
-        lowering_platforms=("cuda",)).as_text()
+    text = (
+        f.trace(jnp.ones(4, jnp.float32)).lower(lowering_platforms=("cuda",)).as_text()
+    )
     assert "5.0" in text or "5.000000e+00" in text
 
 
@@ -307,16 +329,19 @@ def test_generator_failure_names_primitive_backend_platform_and_alternatives():
 def test_generator_failure_with_no_alternative():
     op = new_op()
     op.def_kernel("numba", "cpu", lambda outs, **kw: 42)
-    with pytest.raises(pk.KernelCompilationError,
-                       match="returned int, expected a callable.*No other backend"):
+    with pytest.raises(
+        pk.KernelCompilationError,
+        match=r"returned int, expected a callable.*No other backend",
+    ):
         op(jnp.ones(4, jnp.float32), outs=SPEC)
 
 
 def test_kernel_returning_wrong_number_of_outputs():
     op = new_op()
     op.def_kernel("jax_raw", "cpu", lambda outs, **kw: lambda x: (x, x))
-    with pytest.raises(pk.KernelCompilationError,
-                       match=r"returned 2 array\(s\), expected 1"):
+    with pytest.raises(
+        pk.KernelCompilationError, match=r"returned 2 array\(s\), expected 1"
+    ):
         op(jnp.ones(4, jnp.float32), outs=SPEC)
 
 

@@ -6,6 +6,13 @@ touches the disk until a cache is written.
 """
 
 from ._version import __version__ as __version__
+from .backends.numba_cpu import numba_kernel as numba_kernel
+from .benchmark import (
+    BenchmarkConfig as BenchmarkConfig,
+    BenchmarkRecord as BenchmarkRecord,
+    BenchmarkResult as BenchmarkResult,
+    benchmark_function as benchmark_function,
+)
 from .errors import (
     BackendUnavailableError as BackendUnavailableError,
     BenchmarkDataFnNotProvidedError as BenchmarkDataFnNotProvidedError,
@@ -24,18 +31,6 @@ from .errors import (
     UnsupportedTransformError as UnsupportedTransformError,
 )
 from .kernel_table import KernelEntry as KernelEntry
-from .primitive import XLACustomKernel as XLACustomKernel
-from .transforms import (
-    defjvp as defjvp,
-    general_batching_rule as general_batching_rule,
-)
-from .backends.numba_cpu import numba_kernel as numba_kernel
-from .benchmark import (
-    BenchmarkConfig as BenchmarkConfig,
-    BenchmarkRecord as BenchmarkRecord,
-    BenchmarkResult as BenchmarkResult,
-    benchmark_function as benchmark_function,
-)
 from .native import (
     CompileOptions as CompileOptions,
     NativeModule as NativeModule,
@@ -44,9 +39,14 @@ from .native import (
     load_cuda_file as load_cuda_file,
     load_cuda_inline as load_cuda_inline,
 )
+from .primitive import XLACustomKernel as XLACustomKernel
 from .registry import (
     get_all_primitive_names as get_all_primitive_names,
     get_primitive as get_primitive,
     get_primitives_by_tags as get_primitives_by_tags,
     get_registry as get_registry,
+)
+from .transforms import (
+    defjvp as defjvp,
+    general_batching_rule as general_batching_rule,
 )

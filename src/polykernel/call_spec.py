@@ -25,9 +25,7 @@ def _is_struct(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
-def flatten_outs(
-    owner: str, outs: Any
-) -> tuple[tuple[jax.ShapeDtypeStruct, ...], Any]:
+def flatten_outs(owner: str, outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...], Any]:
     """Flatten ``outs`` into hashable structs plus the tree to rebuild results.
 
     Raises:

@@ -29,17 +29,26 @@ def _scipy_side_by_side(n_warmup: int, n_runs: int) -> list[tuple[str, float]]:
     rows = []
     for cfg in csrmv_p.benchmark_data_function(platform="cpu"):
         data, indices, indptr, v = cfg.args
-        matrix = sp.csr_matrix((data, indices, indptr), shape=cfg.kernel_kwargs["shape"])
+        matrix = sp.csr_matrix(
+            (data, indices, indptr), shape=cfg.kernel_kwargs["shape"]
+        )
         op = matrix.T if cfg.kernel_kwargs["transpose"] else matrix
-        timing = time_function(lambda v, op=op: op @ v, (v,), n_warmup=n_warmup,
-                               n_runs=n_runs, block=lambda x: x)
+        timing = time_function(
+            lambda v, op=op: op @ v,
+            (v,),
+            n_warmup=n_warmup,
+            n_runs=n_runs,
+            block=lambda x: x,
+        )
         times = sorted(timing.times_s)
         rows.append((cfg.name, 1e3 * times[len(times) // 2]))
     return rows
 
 
 def _scipy_report(result: BenchmarkResult, scipy_rows: list[tuple[str, float]]) -> str:
-    lines = ["csrmv vs scipy.sparse on the same matrix (median ms; ratio < 1 is faster):"]
+    lines = [
+        "csrmv vs scipy.sparse on the same matrix (median ms; ratio < 1 is faster):"
+    ]
     for label, scipy_ms in scipy_rows:
         best = result.fastest(label)
         if best is None or best.median_ms is None:
@@ -66,8 +75,11 @@ def run(output: Path, n_warmup: int, n_runs: int) -> int:
     scipy_rows = _scipy_side_by_side(n_warmup, n_runs)
     if scipy_rows:
         print()
-        print(_scipy_report(results[list(catalog.PRIMITIVES).index(catalog.csrmv_p)],
-                            scipy_rows))
+        print(
+            _scipy_report(
+                results[list(catalog.PRIMITIVES).index(catalog.csrmv_p)], scipy_rows
+            )
+        )
     output.mkdir(parents=True, exist_ok=True)
     json_path = combined.save(output / "results.json")
     png_path = combined.plot(output / "results.png")
@@ -78,20 +90,31 @@ def run(output: Path, n_warmup: int, n_runs: int) -> int:
     return 1 if problems else 0
 
 
-def _bench(prim: Any, n_warmup: int, n_runs: int, progress: Progress) -> BenchmarkResult:
+def _bench(
+    prim: Any, n_warmup: int, n_runs: int, progress: Progress
+) -> BenchmarkResult:
     from .benchmark import run_benchmark
 
-    return run_benchmark(prim, platform="cpu", n_warmup=n_warmup, n_runs=n_runs,
-                         progress=progress)
+    return run_benchmark(
+        prim, platform="cpu", n_warmup=n_warmup, n_runs=n_runs, progress=progress
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m polykernel.demo",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("--output", default="demo-output", type=Path,
-                        help="directory for results.json and results.png")
-    parser.add_argument("--quick", action="store_true",
-                        help="fewer timed runs (a smoke test, noisier numbers)")
+    parser = argparse.ArgumentParser(
+        prog="python -m polykernel.demo", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--output",
+        default="demo-output",
+        type=Path,
+        help="directory for results.json and results.png",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer timed runs (a smoke test, noisier numbers)",
+    )
     args = parser.parse_args(argv)
     n_warmup, n_runs = (1, 3) if args.quick else (3, 15)
     return run(args.output, n_warmup, n_runs)

@@ -27,7 +27,9 @@ KNOWN_PLATFORMS: dict[str, tuple[str, ...]] = {
     "gpu": ("cuda", "rocm"),
     "tpu": ("tpu",),
 }
-_PLATFORM_OF_LOWERING = {low: plat for plat, lows in KNOWN_PLATFORMS.items() for low in lows}
+_PLATFORM_OF_LOWERING = {
+    low: plat for plat, lows in KNOWN_PLATFORMS.items() for low in lows
+}
 
 
 def lowering_platforms() -> dict[str, str]:

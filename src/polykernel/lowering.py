@@ -75,8 +75,9 @@ def make_lowering_rule(
 ) -> Callable[..., Any]:
     """Build the MLIR lowering rule of primitive ``owner`` for our ``platform``."""
 
-    def rule(ctx: Any, *args: Any, outs: tuple[Any, ...], backend: str | None,
-             **params: Any) -> Any:
+    def rule(
+        ctx: Any, *args: Any, outs: tuple[Any, ...], backend: str | None, **params: Any
+    ) -> Any:
         entry = table.resolve(platform, backend)
         try:
             kernel = call_generator(entry, outs, ctx.avals_in, params)

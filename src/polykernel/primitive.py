@@ -27,7 +27,9 @@ __all__ = ["XLACustomKernel"]
 KernelGenerator = Callable[..., Callable[..., Any]]
 
 
-def _check_platform(owner: str, method: str, platform: Any, allowed: Sequence[str]) -> None:
+def _check_platform(
+    owner: str, method: str, platform: Any, allowed: Sequence[str]
+) -> None:
     if platform not in allowed:
         raise KernelRegistrationError(
             f"XLACustomKernel '{owner}'.{method}(): platform must be one of "
@@ -85,8 +87,9 @@ class XLACustomKernel:
         return f"XLACustomKernel({self.name!r}, defaults={self.defaults})"
 
     # -- calling -------------------------------------------------------------------
-    def __call__(self, *ins: Any, outs: Any, backend: str | None = None,
-                 **kwargs: Any) -> Any:
+    def __call__(
+        self, *ins: Any, outs: Any, backend: str | None = None, **kwargs: Any
+    ) -> Any:
         """Bind the primitive on ``ins``; return arrays shaped like ``outs``.
 
         Args:
@@ -117,8 +120,9 @@ class XLACustomKernel:
             )
 
     # -- kernel registration -------------------------------------------------------
-    def def_kernel(self, backend: str, platform: str, kg: KernelGenerator,
-                   asdefault: bool = False) -> None:
+    def def_kernel(
+        self, backend: str, platform: str, kg: KernelGenerator, asdefault: bool = False
+    ) -> None:
         """Register kernel generator ``kg`` for ``backend`` on ``platform``.
 
         The first backend registered for a platform becomes its default;
@@ -149,10 +153,12 @@ class XLACustomKernel:
             jc.bump_dispatch_epoch()
 
     def def_numba_kernel(self, kg: KernelGenerator, asdefault: bool = False) -> None:
-        """Register a Numba kernel generator for the CPU (``def_kernel('numba','cpu')``)."""
+        """Register a Numba kernel generator for the CPU (backend ``'numba'``)."""
         self.def_kernel("numba", "cpu", kg, asdefault)
 
-    def def_numba_cuda_kernel(self, kg: KernelGenerator, asdefault: bool = False) -> None:
+    def def_numba_cuda_kernel(
+        self, kg: KernelGenerator, asdefault: bool = False
+    ) -> None:
         """Register a Numba-CUDA kernel generator for the GPU."""
         self.def_kernel("numba_cuda", "gpu", kg, asdefault)
 
@@ -164,14 +170,16 @@ class XLACustomKernel:
         """Register a Triton kernel generator for the GPU."""
         self.def_kernel("triton", "gpu", kg, asdefault)
 
-    def def_pallas_kernel(self, platform: str, kg: KernelGenerator,
-                          asdefault: bool = False) -> None:
+    def def_pallas_kernel(
+        self, platform: str, kg: KernelGenerator, asdefault: bool = False
+    ) -> None:
         """Register a Pallas kernel generator for ``'gpu'`` or ``'tpu'``."""
         _check_platform(self.name, "def_pallas_kernel", platform, ["gpu", "tpu"])
         self.def_kernel("pallas", platform, kg, asdefault)
 
-    def def_cuda_raw_kernel(self, kg: KernelGenerator, platform: str = "gpu",
-                            asdefault: bool = False) -> None:
+    def def_cuda_raw_kernel(
+        self, kg: KernelGenerator, platform: str = "gpu", asdefault: bool = False
+    ) -> None:
         """Register a raw C++ (``'cpu'``) or CUDA (``'gpu'``) kernel generator.
 
         The generator typically calls ``polykernel.load_cpp_inline`` /
@@ -180,8 +188,9 @@ class XLACustomKernel:
         _check_platform(self.name, "def_cuda_raw_kernel", platform, ["cpu", "gpu"])
         self.def_kernel("cuda_raw", platform, kg, asdefault)
 
-    def def_jax_raw_kernel(self, kg: KernelGenerator, platform: str | None = None,
-                           asdefault: bool = False) -> None:
+    def def_jax_raw_kernel(
+        self, kg: KernelGenerator, platform: str | None = None, asdefault: bool = False
+    ) -> None:
         """Register a pure-JAX reference kernel for one platform, or all if ``None``."""
         for p in [platform] if platform is not None else list(KNOWN_PLATFORMS):
             self.def_kernel("jax_raw", p, kg, asdefault)
@@ -276,11 +285,20 @@ class XLACustomKernel:
         """The function given to :meth:`def_benchmark_data`, or ``None``."""
         return self._benchmark_data_fn
 
-    def benchmark(self, *, platform: str, n_warmup: int = 5, n_runs: int = 20,
-                  n_batch_per_run: int = 1, compare_results: bool = True,
-                  rtol: float = 1e-3, atol: float = 1e-3, verbose: bool = False,
-                  catch_errors: bool = True,
-                  backends: Sequence[str] | None = None) -> Any:
+    def benchmark(
+        self,
+        *,
+        platform: str,
+        n_warmup: int = 5,
+        n_runs: int = 20,
+        n_batch_per_run: int = 1,
+        compare_results: bool = True,
+        rtol: float = 1e-3,
+        atol: float = 1e-3,
+        verbose: bool = False,
+        catch_errors: bool = True,
+        backends: Sequence[str] | None = None,
+    ) -> Any:
         """Time every backend on every benchmark config; return a BenchmarkResult.
 
         See ``polykernel.benchmark`` for the statistics recorded.
@@ -288,9 +306,16 @@ class XLACustomKernel:
         from .benchmark.runner import run_benchmark
 
         return run_benchmark(
-            self, platform=platform, n_warmup=n_warmup, n_runs=n_runs,
-            n_batch_per_run=n_batch_per_run, compare_results=compare_results,
-            rtol=rtol, atol=atol, verbose=verbose, catch_errors=catch_errors,
+            self,
+            platform=platform,
+            n_warmup=n_warmup,
+            n_runs=n_runs,
+            n_batch_per_run=n_batch_per_run,
+            compare_results=compare_results,
+            rtol=rtol,
+            atol=atol,
+            verbose=verbose,
+            catch_errors=catch_errors,
             backends=backends,
         )
 

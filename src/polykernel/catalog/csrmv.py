@@ -68,11 +68,14 @@ void csrmv_scatter(const pk::Tensor& data, const pk::Tensor& indices,
 
 def _row_ids(indptr: Any, nnz: int) -> Any:
     n_rows = indptr.shape[0] - 1
-    return jnp.repeat(jnp.arange(n_rows, dtype=jnp.int32), jnp.diff(indptr),
-                      total_repeat_length=nnz)
+    return jnp.repeat(
+        jnp.arange(n_rows, dtype=jnp.int32), jnp.diff(indptr), total_repeat_length=nnz
+    )
 
 
-def _jax_generator(outs: Any, shape: tuple[int, int], transpose: bool, **kw: Any) -> Any:
+def _jax_generator(
+    outs: Any, shape: tuple[int, int], transpose: bool, **kw: Any
+) -> Any:
     def kernel(data, indices, indptr, v):
         rows = _row_ids(indptr, data.shape[0])
         if transpose:
@@ -121,8 +124,9 @@ def _numba_generator(outs: Any, transpose: bool, **kwargs: Any) -> Any:
 def _cpp_generator(outs: Any, transpose: bool, **kwargs: Any) -> Any:
     from ..native import load_cpp_inline
 
-    module = load_cpp_inline("polykernel_catalog_csrmv", _CPP,
-                             ["csrmv_gather", "csrmv_scatter"])
+    module = load_cpp_inline(
+        "polykernel_catalog_csrmv", _CPP, ["csrmv_gather", "csrmv_scatter"]
+    )
     fn = module.csrmv_scatter if transpose else module.csrmv_gather
     return lambda data, indices, indptr, v: fn(data, indices, indptr, v, outs=outs[0])
 
@@ -136,8 +140,16 @@ if has_cxx():
 csrmv_p.def_tags("csr", "float", "mv")
 
 
-def csrmv(data: Any, indices: Any, indptr: Any, v: Any, *, shape: tuple[int, int],
-          transpose: bool = False, backend: str | None = None) -> Any:
+def csrmv(
+    data: Any,
+    indices: Any,
+    indptr: Any,
+    v: Any,
+    *,
+    shape: tuple[int, int],
+    transpose: bool = False,
+    backend: str | None = None,
+) -> Any:
     """Multiply the CSR matrix ``(data, indices, indptr)`` of ``shape`` by ``v``.
 
     Example:
@@ -152,10 +164,16 @@ def csrmv(data: Any, indices: Any, indptr: Any, v: Any, *, shape: tuple[int, int
     """
     n_out = shape[1] if transpose else shape[0]
     spec = jax.ShapeDtypeStruct((n_out,), jnp.float32)
-    return csrmv_p(jnp.asarray(data, jnp.float32), jnp.asarray(indices, jnp.int32),
-                   jnp.asarray(indptr, jnp.int32), jnp.asarray(v, jnp.float32),
-                   outs=spec, shape=tuple(shape), transpose=bool(transpose),
-                   backend=backend)
+    return csrmv_p(
+        jnp.asarray(data, jnp.float32),
+        jnp.asarray(indices, jnp.int32),
+        jnp.asarray(indptr, jnp.int32),
+        jnp.asarray(v, jnp.float32),
+        outs=spec,
+        shape=tuple(shape),
+        transpose=bool(transpose),
+        backend=backend,
+    )
 
 
 def _call_like(params: dict[str, Any], data, indices, indptr, v, transpose) -> Any:
@@ -179,8 +197,12 @@ def _transpose(cts, data, indices, indptr, v, **params):
         return None, None, None, None
     transpose = params["transpose"]
     if is_undefined_primal(v):
-        return None, None, None, _call_like(params, data, indices, indptr, ct,
-                                            not transpose)
+        return (
+            None,
+            None,
+            None,
+            _call_like(params, data, indices, indptr, ct, not transpose),
+        )
     if is_undefined_primal(data):
         rows = _row_ids(indptr, data.aval.shape[0])
         ct_data = ct[indices] * v[rows] if transpose else ct[rows] * v[indices]
@@ -198,12 +220,15 @@ def _benchmark_data(*, platform: str) -> list[Any]:
         for transpose in (False, True):
             v = rng.random(n_rows if transpose else n_cols).astype(np.float32)
             name = f"{n_rows}x{n_cols},p={p}" + (",T" if transpose else "")
-            configs.append(BenchmarkConfig(
-                name, (data, indices, indptr, v),
-                {"shape": (n_rows, n_cols), "transpose": transpose},
-                {"n_rows": n_rows, "n_cols": n_cols, "p": p, "nnz": int(data.size)},
-                work=(8.0 * data.size, "B"),
-            ))
+            configs.append(
+                BenchmarkConfig(
+                    name,
+                    (data, indices, indptr, v),
+                    {"shape": (n_rows, n_cols), "transpose": transpose},
+                    {"n_rows": n_rows, "n_cols": n_cols, "p": p, "nnz": int(data.size)},
+                    work=(8.0 * data.size, "B"),
+                )
+            )
     return configs
 
 

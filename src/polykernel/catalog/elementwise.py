@@ -67,7 +67,9 @@ if has_cxx():
 scaled_add_p.def_tags("elementwise", "float")
 
 
-def scaled_add(x: Any, y: Any, *, alpha: float = 1.0, backend: str | None = None) -> Any:
+def scaled_add(
+    x: Any, y: Any, *, alpha: float = 1.0, backend: str | None = None
+) -> Any:
     """Return ``alpha * x + y`` through the ``scaled_add`` primitive.
 
     Example:
@@ -89,8 +91,11 @@ def _benchmark_data(*, platform: str) -> list[Any]:
     configs = []
     for n in (1_000, 1_000_000):
         x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
-        configs.append(BenchmarkConfig(f"n={n:.0e}", (x, y), {"alpha": 2.0},
-                                       {"n": n}, work=(12.0 * n, "B")))
+        configs.append(
+            BenchmarkConfig(
+                f"n={n:.0e}", (x, y), {"alpha": 2.0}, {"n": n}, work=(12.0 * n, "B")
+            )
+        )
     return configs
 
 

@@ -41,8 +41,11 @@ void event_csrmv(const pk::Tensor& data, const pk::Tensor& indices,
 
 def _jax_generator(outs: Any, n_post: int, **kwargs: Any) -> Any:
     def kernel(data, indices, indptr, spikes):
-        rows = jnp.repeat(jnp.arange(indptr.shape[0] - 1, dtype=jnp.int32),
-                          jnp.diff(indptr), total_repeat_length=data.shape[0])
+        rows = jnp.repeat(
+            jnp.arange(indptr.shape[0] - 1, dtype=jnp.int32),
+            jnp.diff(indptr),
+            total_repeat_length=data.shape[0],
+        )
         weights = jnp.where(spikes[rows], data, jnp.zeros_like(data))
         return jax.ops.segment_sum(weights, indices, num_segments=n_post)
 
@@ -81,8 +84,15 @@ if has_cxx():
 event_csrmv_p.def_tags("csr", "binary", "event", "mv")
 
 
-def event_csrmv(data: Any, indices: Any, indptr: Any, spikes: Any, *, n_post: int,
-                backend: str | None = None) -> Any:
+def event_csrmv(
+    data: Any,
+    indices: Any,
+    indptr: Any,
+    spikes: Any,
+    *,
+    n_post: int,
+    backend: str | None = None,
+) -> Any:
     """Sum the weights of spiking presynaptic rows into ``n_post`` outputs.
 
     Example:
@@ -96,10 +106,15 @@ def event_csrmv(data: Any, indices: Any, indptr: Any, spikes: Any, *, n_post: in
         [1.0, 2.0]
     """
     spec = jax.ShapeDtypeStruct((n_post,), jnp.float32)
-    return event_csrmv_p(jnp.asarray(data, jnp.float32),
-                         jnp.asarray(indices, jnp.int32),
-                         jnp.asarray(indptr, jnp.int32), jnp.asarray(spikes, bool),
-                         outs=spec, n_post=int(n_post), backend=backend)
+    return event_csrmv_p(
+        jnp.asarray(data, jnp.float32),
+        jnp.asarray(indices, jnp.int32),
+        jnp.asarray(indptr, jnp.int32),
+        jnp.asarray(spikes, bool),
+        outs=spec,
+        n_post=int(n_post),
+        backend=backend,
+    )
 
 
 def _jvp_data(t, data, indices, indptr, spikes, **params):
@@ -115,10 +130,14 @@ def _benchmark_data(*, platform: str) -> list[Any]:
     rng = np.random.default_rng(4)
     for rate in (0.01, 0.1):
         spikes = rng.random(n_pre) < rate
-        configs.append(BenchmarkConfig(
-            f"{n_pre}x{n_post},p={p},rate={rate}", (data, indices, indptr, spikes),
-            {"n_post": n_post}, {"rate": rate, "nnz": int(data.size)},
-        ))
+        configs.append(
+            BenchmarkConfig(
+                f"{n_pre}x{n_post},p={p},rate={rate}",
+                (data, indices, indptr, spikes),
+                {"n_post": n_post},
+                {"rate": rate, "nnz": int(data.size)},
+            )
+        )
     return configs
 
 

@@ -39,8 +39,9 @@ void lif_step(const pk::Tensor& v, const pk::Tensor& i_ext, pk::Tensor& v_next,
 _PARAMS = ("tau_inv", "v_th", "v_rest", "dt")
 
 
-def _jax_generator(outs: Any, tau_inv: float, v_th: float, v_rest: float, dt: float,
-                   **kwargs: Any) -> Any:
+def _jax_generator(
+    outs: Any, tau_inv: float, v_th: float, v_rest: float, dt: float, **kwargs: Any
+) -> Any:
     def kernel(v, i_ext):
         candidate = v + dt * (-(v - v_rest) * tau_inv + i_ext)
         fired = candidate >= v_th
@@ -49,8 +50,9 @@ def _jax_generator(outs: Any, tau_inv: float, v_th: float, v_rest: float, dt: fl
     return kernel
 
 
-def _numba_generator(outs: Any, tau_inv: float, v_th: float, v_rest: float,
-                     dt: float, **kwargs: Any) -> Any:
+def _numba_generator(
+    outs: Any, tau_inv: float, v_th: float, v_rest: float, dt: float, **kwargs: Any
+) -> Any:
     import numba
 
     from ..backends.numba_cpu import numba_kernel
@@ -85,9 +87,16 @@ if has_cxx():
 lif_step_p.def_tags("neuron", "float")
 
 
-def lif_step(v: Any, i_ext: Any, *, tau_inv: float = 0.05, v_th: float = -55.0,
-             v_rest: float = -70.0, dt: float = 0.1,
-             backend: str | None = None) -> tuple[Any, Any]:
+def lif_step(
+    v: Any,
+    i_ext: Any,
+    *,
+    tau_inv: float = 0.05,
+    v_th: float = -55.0,
+    v_rest: float = -70.0,
+    dt: float = 0.1,
+    backend: str | None = None,
+) -> tuple[Any, Any]:
     """Advance membrane potentials ``v`` by one step; return ``(v_next, spikes)``.
 
     Example:
@@ -100,10 +109,20 @@ def lif_step(v: Any, i_ext: Any, *, tau_inv: float = 0.05, v_th: float = -55.0,
     """
     v = jnp.asarray(v, jnp.float32)
     i_ext = jnp.asarray(i_ext, jnp.float32)
-    outs = (jax.ShapeDtypeStruct(v.shape, jnp.float32),
-            jax.ShapeDtypeStruct(v.shape, jnp.bool_))
-    return lif_step_p(v, i_ext, outs=outs, tau_inv=float(tau_inv), v_th=float(v_th),
-                      v_rest=float(v_rest), dt=float(dt), backend=backend)
+    outs = (
+        jax.ShapeDtypeStruct(v.shape, jnp.float32),
+        jax.ShapeDtypeStruct(v.shape, jnp.bool_),
+    )
+    return lif_step_p(
+        v,
+        i_ext,
+        outs=outs,
+        tau_inv=float(tau_inv),
+        v_th=float(v_th),
+        v_rest=float(v_rest),
+        dt=float(dt),
+        backend=backend,
+    )
 
 
 def _benchmark_data(*, platform: str) -> list[Any]:
@@ -114,8 +133,9 @@ def _benchmark_data(*, platform: str) -> list[Any]:
     for n in (5_000, 1_000_000):
         v = rng.uniform(-75.0, -50.0, n).astype(np.float32)
         i_ext = rng.uniform(0.0, 5.0, n).astype(np.float32)
-        configs.append(BenchmarkConfig(f"n={n}", (v, i_ext), {}, {"n": n},
-                                       work=(13.0 * n, "B")))
+        configs.append(
+            BenchmarkConfig(f"n={n}", (v, i_ext), {}, {"n": n}, work=(13.0 * n, "B"))
+        )
     return configs
 
 
