@@ -226,7 +226,7 @@ def test_wrong_dtype_or_rank_at_the_target_gives_clear_error():
 
 
 def test_invalid_arguments_are_rejected_with_clear_errors():
-    with pytest.raises(KernelRegistrationError, match="expected a @numba.njit"):
+    with pytest.raises(KernelRegistrationError, match=r"expected a @numba\.njit"):
         numba_kernel(lambda x, out: None, S((1,), jnp.float32))
     with pytest.raises(KernelRegistrationError, match="outs must be"):
         numba_kernel(add, [])
@@ -258,3 +258,9 @@ def test_numba_typing_error_becomes_compilation_error():
     f = numba_kernel(untypable, S((1,), jnp.float32))
     with pytest.raises(KernelCompilationError, match="Numba could not compile"):
         f(jnp.ones(1))
+
+
+def test_attribute_names_must_be_identifiers():
+    f = numba_kernel(add, S((1,), jnp.float32))
+    with pytest.raises(KernelRegistrationError, match="is not a valid Python identif"):
+        f(jnp.ones(1), jnp.ones(1), **{"not-a-name": np.float32(1)})

@@ -24,9 +24,9 @@ def prange_scale(x, out, k):
 def test_python_threads_call_a_jitted_prange_kernel_concurrently():
     n = 4096
     f = jax.jit(
-        lambda x, k: numba_kernel(prange_scale, jax.ShapeDtypeStruct((n,), jnp.float32))(
-            x, k=np.float32(3.0)
-        ),
+        lambda x, k: numba_kernel(
+            prange_scale, jax.ShapeDtypeStruct((n,), jnp.float32)
+        )(x, k=np.float32(3.0)),
         static_argnums=1,
     )
     x = jnp.arange(n, dtype=jnp.float32)
@@ -52,8 +52,11 @@ def test_python_threads_call_a_jitted_prange_kernel_concurrently():
 
 def _run(code, env):
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True,
-        text=True, timeout=120,
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

@@ -155,6 +155,13 @@ def build_handler(target: str, sig: Signature, label: str, kernel: Any) -> Any:
         cached = _handlers.get(target)
         if cached is not None:
             return cached
+        # A handler loaded from the disk cache skips the compile passes that start
+        # Numba's threading layer and bind its scheduler symbols; a prange kernel
+        # would then jump through unresolved symbols. Start it first, always (the
+        # kernel may call parallel functions even if it is not parallel itself).
+        from numba.np.ufunc.parallel import _launch_threads
+
+        _launch_threads()
         path = handler_dir() / f"{target}.py"
         _write_if_changed(path, handler_source(sig, label))
         spec = importlib.util.spec_from_file_location(f"_pk_numba_{target}", path)

@@ -86,15 +86,23 @@ def _checks(sig: Signature, label: str) -> list[str]:
                 f"    {role}k{i} = ld64({b} + {f.BUFFER_RANK}) - {rank}",
                 f"    if ld32({b} + {f.BUFFER_DTYPE}) != {f.DTYPE_CODES[dtype]} "
                 f"or {role}k{i} < 0:",
-                *fail(kind, str(i), f"ld32({b} + {f.BUFFER_DTYPE})",
-                      f"ld64({b} + {f.BUFFER_RANK})"),
+                *fail(
+                    kind,
+                    str(i),
+                    f"ld32({b} + {f.BUFFER_DTYPE})",
+                    f"ld64({b} + {f.BUFFER_RANK})",
+                ),
             ]
     lines.append("    nb = ok0")
     for i in range(1, len(sig.outs)):
         lines += [
             f"    if ok{i} != nb:",
-            *fail(2, str(i), f"ld32(ob{i} + {f.BUFFER_DTYPE})",
-                  f"ld64(ob{i} + {f.BUFFER_RANK})"),
+            *fail(
+                2,
+                str(i),
+                f"ld32(ob{i} + {f.BUFFER_DTYPE})",
+                f"ld64(ob{i} + {f.BUFFER_RANK})",
+            ),
         ]
     lines.append(f"    odims = ld64(ob0 + {f.BUFFER_DIMS})")
     for i in range(len(sig.ins)):
@@ -113,8 +121,9 @@ def _checks(sig: Signature, label: str) -> list[str]:
             f"    s{i} = ld64(avals + {8 * i})",
             f"    if ld32(atypes + {4 * i}) != {f.ATTR_TYPE_SCALAR} "
             f"or ld32(s{i} + {f.SCALAR_DTYPE}) != {f.DTYPE_CODES[dtype]}:",
-            *fail(3, str(i), f"ld32(atypes + {4 * i})",
-                  f"ld32(s{i} + {f.SCALAR_DTYPE})"),
+            *fail(
+                3, str(i), f"ld32(atypes + {4 * i})", f"ld32(s{i} + {f.SCALAR_DTYPE})"
+            ),
         ]
     lines += [
         "    if ek >= 0:",
@@ -140,7 +149,8 @@ def _views(sig: Signature) -> tuple[list[str], list[str]]:
                 idx = f"batch_index(b, odims, nb, ld64({b} + {abi.BUFFER_DIMS}), ik{i})"
             else:
                 idx = "b"
-            ptr = f"ld64({b} + {abi.BUFFER_DATA}) + {ITEMSIZE[dtype]} * {role}n{i} * {idx}"
+            offset = f"{ITEMSIZE[dtype]} * {role}n{i} * {idx}"
+            ptr = f"ld64({b} + {abi.BUFFER_DATA}) + {offset}"
             lines.append(
                 f"{role}v{i} = carray(int2ptr({ptr}), {_shape(dims, rank)}, "
                 f"{KERNEL_DTYPE[dtype]})"
@@ -195,7 +205,8 @@ def handler_source(sig: Signature, label: str) -> str:
     for role, buffers in (("i", sig.ins), ("o", sig.outs)):
         for i, (_, rank) in enumerate(buffers):
             body += [
-                f"    {role}d{i} = ld64({role}b{i} + {abi.BUFFER_DIMS}) + 8 * {role}k{i}",
+                f"    {role}d{i} = ld64({role}b{i} + {abi.BUFFER_DIMS}) "
+                f"+ 8 * {role}k{i}",
                 f"    {role}n{i} = prod_dims({role}d{i}, {rank})",
             ]
     views, names = _views(sig)

@@ -26,7 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import KernelCompilationError, KernelExecutionError, KernelRegistrationError
+from ..errors import (
+    KernelCompilationError,
+    KernelExecutionError,
+    KernelRegistrationError,
+)
 from ..ffi import abi
 from ..ffi.naming import kernel_fingerprint, target_name
 from ._numba_codegen import Signature
@@ -187,7 +191,9 @@ class NumbaKernel:
 
         if any(isinstance(a, jax.core.Tracer) for a in args):
             return self.bind(*args, **attrs)
-        args = tuple(a if isinstance(a, jax.Array) else jax.numpy.asarray(a) for a in args)
+        args = tuple(
+            a if isinstance(a, jax.Array) else jax.numpy.asarray(a) for a in args
+        )
         attr_vals = self._attributes(attrs)
         key = (
             tuple((a.shape, a.dtype) for a in args),

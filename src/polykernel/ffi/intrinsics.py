@@ -153,8 +153,10 @@ def handler_error(typingctx, api, label, kind, a, b, c):
 
     def codegen(context, builder, sig, args):
         api_v = args[0]
-        ints = [context.cast(builder, v, t, types.int64) for v, t in
-                zip(args[2:], sig.args[2:], strict=True)]
+        ints = [
+            context.cast(builder, v, t, types.int64)
+            for v, t in zip(args[2:], sig.args[2:], strict=True)
+        ]
 
         def make_args(pyapi):
             cstr = context.insert_const_string(builder.module, text)
@@ -163,7 +165,11 @@ def handler_error(typingctx, api, label, kind, a, b, c):
             return _Objects(pyapi, objs, objs)
 
         return _call_python(
-            context, builder, api_v, "handler_error", make_args,
+            context,
+            builder,
+            api_v,
+            "handler_error",
+            make_args,
             "polykernel numba_kernel: call frame does not match the handler",
         )
 
@@ -205,8 +211,9 @@ def guarded_call(typingctx, api, label, fn, args):
                 builder.call(norm, slots)
                 none = pyapi.borrow_none()
                 t, v, tb = (builder.load(s) for s in slots)
-                pick = [builder.select(cgutils.is_null(builder, o), none, o)
-                        for o in (t, v)]
+                pick = [
+                    builder.select(cgutils.is_null(builder, o), none, o) for o in (t, v)
+                ]
                 cstr = context.insert_const_string(builder.module, text)
                 lab = pyapi.string_from_string(cstr)
 
@@ -214,7 +221,11 @@ def guarded_call(typingctx, api, label, fn, args):
                 return _Objects(pyapi, [lab, *pick], [lab, t, v, tb])
 
             err = _call_python(
-                context, builder, llargs[0], "kernel_exception", make_args,
+                context,
+                builder,
+                llargs[0],
+                "kernel_exception",
+                make_args,
                 "polykernel numba_kernel: the kernel raised an exception",
             )
             builder.store(err, result)

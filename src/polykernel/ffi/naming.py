@@ -75,7 +75,9 @@ def _feed_code(h: Any, code: pytypes.CodeType, seen: set[int], depth: int) -> No
         _feed(h, const, seen, depth + 1)
 
 
-def _feed_function(h: Any, fn: pytypes.FunctionType, seen: set[int], depth: int) -> None:
+def _feed_function(
+    h: Any, fn: pytypes.FunctionType, seen: set[int], depth: int
+) -> None:
     if id(fn) in seen:
         h.update(f"recursive:{fn.__qualname__};".encode())
         return
