@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import KernelRegistrationError
+from ..ffi.abi import DTYPE_CODES
 
 __all__ = [
     "ATTR_TYPES",
@@ -52,24 +53,8 @@ ATTR_TYPES: dict[str, str] = {
     "float64": "double",
 }
 
-# Buffer dtype -> XLA_FFI_DataType code (xla/ffi/api/c_api.h).
-BUFFER_DTYPES: dict[str, int] = {
-    "bool": 1,
-    "int8": 2,
-    "int16": 3,
-    "int32": 4,
-    "int64": 5,
-    "uint8": 6,
-    "uint16": 7,
-    "uint32": 8,
-    "uint64": 9,
-    "float16": 10,
-    "float32": 11,
-    "float64": 12,
-    "complex64": 15,
-    "bfloat16": 16,
-    "complex128": 18,
-}
+# Buffer dtype -> XLA_FFI_DataType code: the one table lives with the FFI ABI.
+BUFFER_DTYPES: dict[str, int] = dict(DTYPE_CODES)
 
 # C++ scalar spelling -> attribute type, used when inferring a spec.
 _CPP_SCALARS: dict[str, str] = {
