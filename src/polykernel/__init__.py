@@ -6,6 +6,7 @@ touches the disk until a cache is written.
 """
 
 from ._version import __version__ as __version__
+from .allocator import tune_allocator as tune_allocator
 from .backends.numba_cpu import numba_kernel as numba_kernel
 from .benchmark import (
     BenchmarkConfig as BenchmarkConfig,
