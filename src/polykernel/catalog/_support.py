@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
-import shutil
+from typing import Any
 
 import numpy as np
 
-__all__ = ["has_cxx", "has_numba", "random_csr"]
+__all__ = ["has_cxx", "has_numba", "random_csr", "row_ids"]
 
 
 @functools.cache
@@ -20,9 +19,25 @@ def has_numba() -> bool:
 
 @functools.cache
 def has_cxx() -> bool:
-    """True when a host C++ compiler is on PATH (the ``cuda_raw`` cpu backend)."""
-    candidates = [os.environ.get("CXX"), "g++", "clang++", "c++"]
-    return any(c and shutil.which(c) for c in candidates)
+    """True when the native loader finds a host C++ compiler (``cuda_raw`` on cpu)."""
+    from ..errors import ToolchainError
+    from ..native.toolchain import find_host_compiler
+
+    try:
+        find_host_compiler()
+    except ToolchainError:
+        return False
+    return True
+
+
+def row_ids(indptr: Any, nnz: int) -> Any:
+    """The row of every stored entry of a CSR matrix (traceable, static ``nnz``)."""
+    import jax.numpy as jnp
+
+    n_rows = indptr.shape[0] - 1
+    return jnp.repeat(
+        jnp.arange(n_rows, dtype=jnp.int32), jnp.diff(indptr), total_repeat_length=nnz
+    )
 
 
 def random_csr(

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._jax_compat import Zero, is_undefined_primal
 from ..primitive import XLACustomKernel
-from ._support import has_cxx, has_numba, random_csr
+from ._support import has_cxx, has_numba, random_csr, row_ids
 
 __all__ = ["csrmv", "csrmv_p"]
 
@@ -66,18 +66,11 @@ void csrmv_scatter(const pk::Tensor& data, const pk::Tensor& indices,
 """
 
 
-def _row_ids(indptr: Any, nnz: int) -> Any:
-    n_rows = indptr.shape[0] - 1
-    return jnp.repeat(
-        jnp.arange(n_rows, dtype=jnp.int32), jnp.diff(indptr), total_repeat_length=nnz
-    )
-
-
 def _jax_generator(
     outs: Any, shape: tuple[int, int], transpose: bool, **kw: Any
 ) -> Any:
     def kernel(data, indices, indptr, v):
-        rows = _row_ids(indptr, data.shape[0])
+        rows = row_ids(indptr, data.shape[0])
         if transpose:
             return jax.ops.segment_sum(data * v[rows], indices, num_segments=shape[1])
         return jax.ops.segment_sum(data * v[indices], rows, num_segments=shape[0])
@@ -204,7 +197,7 @@ def _transpose(cts, data, indices, indptr, v, **params):
             _call_like(params, data, indices, indptr, ct, not transpose),
         )
     if is_undefined_primal(data):
-        rows = _row_ids(indptr, data.aval.shape[0])
+        rows = row_ids(indptr, data.aval.shape[0])
         ct_data = ct[indices] * v[rows] if transpose else ct[rows] * v[indices]
         return ct_data, None, None, None
     raise ValueError("csrmv transpose: neither data nor v is the linear input")

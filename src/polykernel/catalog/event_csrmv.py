@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..primitive import XLACustomKernel
-from ._support import has_cxx, has_numba, random_csr
+from ._support import has_cxx, has_numba, random_csr, row_ids
 
 __all__ = ["event_csrmv", "event_csrmv_p"]
 
@@ -41,11 +41,7 @@ void event_csrmv(const pk::Tensor& data, const pk::Tensor& indices,
 
 def _jax_generator(outs: Any, n_post: int, **kwargs: Any) -> Any:
     def kernel(data, indices, indptr, spikes):
-        rows = jnp.repeat(
-            jnp.arange(indptr.shape[0] - 1, dtype=jnp.int32),
-            jnp.diff(indptr),
-            total_repeat_length=data.shape[0],
-        )
+        rows = row_ids(indptr, data.shape[0])
         weights = jnp.where(spikes[rows], data, jnp.zeros_like(data))
         return jax.ops.segment_sum(weights, indices, num_segments=n_post)
 
