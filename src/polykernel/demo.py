@@ -13,9 +13,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from .benchmark import BenchmarkResult, Progress, time_function
+from .benchmark import BenchmarkResult, Progress, run_benchmark, time_function
 
 
 def _scipy_side_by_side(n_warmup: int, n_runs: int) -> list[tuple[str, float]]:
@@ -64,22 +63,24 @@ def run(output: Path, n_warmup: int, n_runs: int) -> int:
     """Benchmark the catalog, print the tables and write the files; return exit code."""
     from . import catalog
 
-    results: list[BenchmarkResult] = []
+    results: dict[str, BenchmarkResult] = {}
     with Progress(stream=sys.stderr) as progress:
         for prim in catalog.PRIMITIVES:
-            results.append(_bench(prim, n_warmup, n_runs, progress))
-    combined = BenchmarkResult.combine(results)
-    for result in results:
+            results[prim.name] = run_benchmark(
+                prim,
+                platform="cpu",
+                n_warmup=n_warmup,
+                n_runs=n_runs,
+                progress=progress,
+            )
+    combined = BenchmarkResult.combine(results.values())
+    for result in results.values():
         print(f"\n== {result.primitive_name} ==")
         print(result.table(baseline="jax_raw"))
     scipy_rows = _scipy_side_by_side(n_warmup, n_runs)
     if scipy_rows:
         print()
-        print(
-            _scipy_report(
-                results[list(catalog.PRIMITIVES).index(catalog.csrmv_p)], scipy_rows
-            )
-        )
+        print(_scipy_report(results[catalog.csrmv_p.name], scipy_rows))
     output.mkdir(parents=True, exist_ok=True)
     json_path = combined.save(output / "results.json")
     png_path = combined.plot(output / "results.png")
@@ -88,16 +89,6 @@ def run(output: Path, n_warmup: int, n_runs: int) -> int:
     for problem in problems:
         print(f"PROBLEM: {problem}", file=sys.stderr)
     return 1 if problems else 0
-
-
-def _bench(
-    prim: Any, n_warmup: int, n_runs: int, progress: Progress
-) -> BenchmarkResult:
-    from .benchmark import run_benchmark
-
-    return run_benchmark(
-        prim, platform="cpu", n_warmup=n_warmup, n_runs=n_runs, progress=progress
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
