@@ -228,10 +228,11 @@ def test_cache_info_prune_clear(env, tmp_path):
 
 def test_main_in_process_handles_absent_catalog(monkeypatch, capsys):
     """`main` returns codes instead of exiting; a missing catalog is skipped."""
-    from polykernel import cli, cli_bench
+    from polykernel import cli
+    from polykernel.cli import selection
 
-    monkeypatch.setattr(cli_bench, "CATALOG", "polykernel._no_catalog_here")
-    cli_bench.import_modules([], catalog=True)  # nothing to import, no error
+    monkeypatch.setattr(selection, "CATALOG", "polykernel._no_catalog_here")
+    selection.import_modules([], catalog=True)  # nothing to import, no error
     assert cli.main(["--version"]) == 0
     assert cli.main(["benchmark", "--n-runs", "x"]) == 2
     assert "expected an integer >= 1, got 'x'" in capsys.readouterr().err

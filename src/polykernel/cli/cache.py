@@ -1,10 +1,23 @@
-"""``polykernel cache`` and ``polykernel defaults``: housekeeping sub-commands."""
+"""``polykernel cache info|clear|prune``: the on-disk cache of every backend."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["cmd_cache", "cmd_defaults"]
+from ._common import nonneg_int
+
+__all__ = ["cmd_cache", "register"]
+
+
+def register(sub: Any, common: Any) -> None:
+    """Add the ``cache`` sub-command to ``sub``."""
+    p = sub.add_parser("cache", parents=[common], help="inspect or empty the cache")
+    acts = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    acts.add_parser("info", parents=[common], help="size and location")
+    acts.add_parser("clear", parents=[common], help="delete every cache entry")
+    prune = acts.add_parser("prune", parents=[common], help="evict oldest entries")
+    prune.add_argument("--max-bytes", type=nonneg_int, required=True, metavar="N")
+    p.set_defaults(handler=cmd_cache)
 
 
 def _size(n: int) -> str:
@@ -17,7 +30,7 @@ def _size(n: int) -> str:
 
 def cmd_cache(args: Any) -> int:
     """Handler of ``polykernel cache info|clear|prune --max-bytes N``."""
-    from .native import cache
+    from ..native import cache
 
     if args.action == "info":
         info = cache.info()
@@ -34,27 +47,4 @@ def cmd_cache(args: Any) -> int:
         print(f"cleared {_size(cache.clear())}")
     else:
         print(f"pruned {_size(cache.prune(args.max_bytes))}")
-    return 0
-
-
-def cmd_defaults(args: Any) -> int:
-    """Handler of ``polykernel defaults show|clear [NAME ...]``."""
-    from .tuned_defaults import clear_defaults, defaults_path, load_defaults
-
-    if args.action == "show":
-        data = load_defaults()
-        print(f"tuned defaults file: {defaults_path()}")
-        if not data:
-            print("(no persisted defaults)")
-        for name in sorted(data):
-            per = ", ".join(f"{p}={b}" for p, b in sorted(data[name].items()))
-            print(f"{name}: {per}")
-        return 0
-    removed = clear_defaults(args.names or None)
-    missing = sorted(set(args.names) - set(removed))
-    print(f"cleared defaults of {len(removed)} primitives")
-    if missing:
-        from .cli import CliError
-
-        raise CliError(f"no persisted defaults for: {', '.join(missing)}")
     return 0

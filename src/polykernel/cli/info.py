@@ -15,7 +15,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cmd_info", "ffi_api_version", "gather_info"]
+__all__ = ["cmd_info", "ffi_api_version", "gather_info", "register"]
+
+
+def register(sub: Any, common: Any) -> None:
+    """Add the ``info`` sub-command to ``sub``."""
+    p = sub.add_parser("info", parents=[common], help="versions, devices, toolchains")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(handler=cmd_info)
 
 
 def _version(dist: str) -> str | None:
@@ -56,8 +63,8 @@ def _package(dist: str, module: str, extra: str) -> tuple[bool, str]:
 
 
 def _tool(finder: str) -> tuple[bool, str]:
-    from .errors import ToolchainError
-    from .native import toolchain
+    from ..errors import ToolchainError
+    from ..native import toolchain
 
     try:
         return True, getattr(toolchain, finder)()
@@ -98,9 +105,9 @@ def gather_info() -> dict[str, Any]:
     """
     import jax
 
-    from . import config
-    from ._version import __version__
-    from .tuned_defaults import defaults_path
+    from .. import config
+    from .._version import __version__
+    from ..tuned_defaults import defaults_path
 
     devices = jax.devices()
     gpu = any(d.platform in ("gpu", "cuda", "rocm") for d in devices)

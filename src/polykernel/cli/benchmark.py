@@ -1,0 +1,139 @@
+"""``polykernel benchmark``: time every backend of the selected primitives."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any
+
+from ._common import CliError, csv_list, nonneg_int, pos_int, suffixed
+from .selection import add_selection_args, select
+
+__all__ = ["cmd_benchmark", "register"]
+
+
+def register(sub: Any, common: Any) -> None:
+    """Add the ``benchmark`` sub-command to ``sub``."""
+    p = sub.add_parser(
+        "benchmark", parents=[common], help="benchmark registered primitives"
+    )
+    add_selection_args(p)
+    p.add_argument("--platform", default="cpu", choices=["cpu", "gpu", "tpu"])
+    p.add_argument("--n-warmup", type=nonneg_int, default=5, metavar="N")
+    p.add_argument("--n-runs", type=pos_int, default=20, metavar="N")
+    p.add_argument("--n-batch-per-run", type=pos_int, default=1, metavar="N")
+    p.add_argument("--rtol", type=float, default=1e-3)
+    p.add_argument("--atol", type=float, default=1e-3)
+    p.add_argument(
+        "--backends",
+        type=csv_list,
+        default=None,
+        metavar="A,B",
+        help="only these backends",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        type=suffixed(".json", ".csv"),
+        metavar="FILE",
+        help="save results (.json/.csv)",
+    )
+    p.add_argument(
+        "--plot", type=suffixed(".png"), metavar="FILE.png", help="save a bar chart"
+    )
+    p.add_argument(
+        "--save-defaults",
+        action="store_true",
+        help="persist the fastest correct backend per primitive",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 if a backend fails or outputs disagree",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress display")
+    p.set_defaults(handler=cmd_benchmark)
+
+
+def _runnable(chosen: dict[str, Any], platform: str) -> list[Any]:
+    kernels, skipped = [], []
+    for name, k in chosen.items():
+        if k.call_function is None or k.benchmark_data_function is None:
+            skipped.append(f"{name} (needs def_call and def_benchmark_data)")
+        elif not k.available_backends(platform):
+            skipped.append(f"{name} (no backend for {platform})")
+        else:
+            kernels.append(k)
+    for line in skipped:
+        print(f"polykernel benchmark: skipping {line}", file=sys.stderr)
+    if not kernels:
+        raise CliError(
+            f"no registered primitive can be benchmarked on {platform} (matched "
+            f"{len(chosen)}). Import primitives with --module MOD; each needs "
+            "def_call, def_benchmark_data and a kernel for the platform."
+        )
+    return kernels
+
+
+def _run_all(kernels: list[Any], args: Any) -> tuple[Any, list[str]]:
+    from ..benchmark import BenchmarkResult, Progress, run_benchmark
+    from ..errors import BenchmarkMismatchWarning
+
+    results, errors = [], []
+    progress = Progress(sys.stderr, tty=False if args.no_progress else None)
+    with progress, warnings.catch_warnings():
+        # Mismatches are recorded in the result and listed under the table.
+        warnings.simplefilter("ignore", BenchmarkMismatchWarning)
+        for kernel in kernels:
+            try:
+                results.append(
+                    run_benchmark(
+                        kernel,
+                        platform=args.platform,
+                        n_warmup=args.n_warmup,
+                        n_runs=args.n_runs,
+                        n_batch_per_run=args.n_batch_per_run,
+                        rtol=args.rtol,
+                        atol=args.atol,
+                        backends=args.backends,
+                        progress=None if args.no_progress else progress,
+                    )
+                )
+            except Exception as err:
+                errors.append(f"{kernel.name}: {type(err).__name__}: {err}")
+    return BenchmarkResult.combine(results), errors
+
+
+def cmd_benchmark(args: Any) -> int:
+    """Handler of ``polykernel benchmark``."""
+    kernels = _runnable(select(args), args.platform)
+    result, errors = _run_all(kernels, args)
+    print(result.table())
+    if args.output:
+        print(f"saved results to {result.save(args.output)}")
+    if args.plot and result.fastest() is not None:
+        print(f"saved plot to {result.plot(args.plot)}")
+    if args.save_defaults:
+        from ..tuned_defaults import defaults_path
+
+        for name, per in result.save_defaults().items():
+            chosen = ", ".join(f"{p}={b}" for p, b in per.items())
+            print(f"default {name}: {chosen}")
+        print(f"saved defaults to {defaults_path()}")
+    n_fail, n_mis = len(result.failures), len(result.mismatches)
+    print(
+        f"{len(kernels)} primitives, {len(result)} runs, {n_fail} failed, "
+        f"{n_mis} mismatched, {len(result.noisy)} noisy"
+    )
+    for line in errors:
+        print(f"polykernel benchmark: error: {' '.join(line.split())}", file=sys.stderr)
+    if errors:
+        return 1
+    if args.strict and (n_fail or n_mis):
+        print(
+            f"polykernel benchmark: error: --strict: {n_fail} failed runs, "
+            f"{n_mis} output mismatches",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

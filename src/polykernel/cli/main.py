@@ -1,0 +1,76 @@
+"""Parse ``polykernel`` arguments and run the chosen sub-command's handler.
+
+Exit codes: 0 success, 1 a runtime failure (an import or benchmark error; with
+``--strict`` also a failed backend or an output mismatch), 2 a usage error. Errors
+are printed to stderr as one line; ``--debug`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+from .._version import __version__
+from . import benchmark, cache, defaults, info, listing
+
+__all__ = ["build_parser", "main"]
+
+# One module per sub-command, in the order `polykernel --help` lists them.
+_COMMANDS = (info, listing, benchmark, cache, defaults)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of the ``polykernel`` command."""
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS keeps a sub-command's default from overwriting a --debug given
+    # before the sub-command name.
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show tracebacks",
+    )
+    parser = argparse.ArgumentParser(
+        prog="polykernel",
+        description="One JAX primitive, many kernel technologies.",
+    )
+    parser.add_argument("--version", action="version", version=__version__)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in _COMMANDS:
+        command.register(sub, common)
+    return parser
+
+
+def _one_line(err: BaseException) -> str:
+    # str(KeyError) quotes its message; show the message itself.
+    raw = err.args[0] if isinstance(err, KeyError) and err.args else err
+    text = " ".join(str(raw).split())
+    return text or type(err).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); return the exit code.
+
+    Example:
+        >>> main(["defaults", "show"])  # doctest: +SKIP
+        0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help/--version (0) or usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        print("polykernel: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:
+        if args.debug:
+            traceback.print_exc()
+        where = " ".join(filter(None, [args.command, getattr(args, "action", None)]))
+        print(f"polykernel {where}: error: {_one_line(err)}", file=sys.stderr)
+        return 1
