@@ -136,13 +136,14 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 # -- cache directory (reference: set_cache_dir / get_cache_dir) ------------------------
-def set_cache_dir(path: str | os.PathLike) -> None:
+def set_cache_dir(path: str | os.PathLike | None) -> None:
     """Use ``path`` as the cache root for the rest of this process.
 
     The directory is created (owner-only) now, as the reference does, so a path that
     cannot be used fails here rather than at the first compile. Entries already in
     the previous root are neither moved nor deleted; subprocesses are not affected
-    (set ``$POLYKERNEL_CACHE_DIR`` for them).
+    (set ``$POLYKERNEL_CACHE_DIR`` for them). ``None`` (our addition) goes back to
+    ``$POLYKERNEL_CACHE_DIR`` or the default.
 
     Raises:
         KernelTypeError: ``path`` is not a string or path.
@@ -154,9 +155,13 @@ def set_cache_dir(path: str | os.PathLike) -> None:
         >>> pk.set_cache_dir(tempfile.mkdtemp())  # doctest: +SKIP
     """
     global _cache_dir
+    if path is None:
+        with _lock:
+            _cache_dir = None
+        return
     if not isinstance(path, (str, os.PathLike)):
         raise KernelTypeError(
-            f"polykernel.set_cache_dir: path must be a str or os.PathLike (got "
+            f"polykernel.set_cache_dir: path must be a str, os.PathLike or None (got "
             f"{type(path).__name__}: {path!r})."
         )
     if not os.fspath(path):
