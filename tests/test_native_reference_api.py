@@ -187,6 +187,12 @@ def test_different_content_under_a_taken_name_is_refused(twice_module):
 
 
 def test_register_ffi_target_argument_errors(twice_module):
+    with pytest.raises(TypeError, match="target_name and func_name must be strings"):
+        register_ffi_target(None, twice_module, "twice", platform="cpu")
+    with pytest.raises(ValueError, match="target_name is empty"):
+        register_ffi_target("", twice_module, "twice", platform="cpu")
+    with pytest.raises(TypeError, match=r"platform must be a string .* \(got int"):
+        register_ffi_target("x.y", twice_module, "twice", platform=0)
     with pytest.raises(ValueError, match=r"unknown platform 'tpu'; expected 'CUDA'"):
         register_ffi_target("x.y", twice_module, "twice", platform="tpu")
     with pytest.raises(TypeError, match="module must be a CompiledModule"):
@@ -312,6 +318,29 @@ def test_load_cuda_dir_without_sources_is_reported(tmp_path):
         load_cuda_dir(tmp_path / "missing", ["f"])
     with pytest.raises(TypeError, match="file_patterns must be a list of glob"):
         load_cuda_dir(tmp_path, ["f"], file_patterns="*.cu")
+    (tmp_path / "k.cu").write_text("void f() {}\n")
+    with pytest.raises(TypeError, match=r"options must be a CompileOptions \(got dict"):
+        load_cuda_dir(tmp_path, ["f"], options={"cuda_arch": ["sm_80"]})
+
+
+def test_toolchain_errors_have_the_reference_classes(monkeypatch):
+    from polykernel.native import toolchain
+
+    with pytest.raises(pk.NvccNotFoundError, match="nvcc not found"):
+        toolchain.find_nvcc("/no/such/nvcc")
+    with pytest.raises(pk.HostCompilerNotFoundError, match="no C\\+\\+ compiler found"):
+        toolchain.find_host_compiler("/no/such/g++")
+    for bad in ("sm_x", "", "1"):
+        with pytest.raises(pk.UnsupportedArchError, match="is not understood"):
+            toolchain.normalize_arch(bad)
+    monkeypatch.delenv(toolchain.ARCH_ENV, raising=False)
+    detected = toolchain._detect_gpu_arches()
+    if detected:  # a machine with a GPU detects its architectures
+        assert toolchain.cuda_arches(None) == detected
+    else:
+        with pytest.raises(pk.GpuArchDetectionError, match="no CUDA GPU is visible"):
+            toolchain.cuda_arches(None)
+    assert issubclass(pk.GpuArchDetectionError, pk.ToolchainError)
 
 
 # -- diagnostics and config knobs ----------------------------------------------------
@@ -352,6 +381,8 @@ def test_numba_parallel_flag():
             pk.set_numba_parallel("yes")
         with pytest.raises(ValueError, match=r"num_threads must be >= 1 \(got 0\)"):
             pk.set_numba_parallel(True, num_threads=0)
+        with pytest.raises(TypeError, match=r"num_threads must be an int or None"):
+            pk.set_numba_parallel(True, num_threads=2.0)
     finally:
         import numba
 

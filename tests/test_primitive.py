@@ -392,6 +392,7 @@ def test_generator_failure_names_primitive_backend_platform_and_alternatives():
     assert "RuntimeError: kaboom" in message
     assert "['jax_raw']" in message
     assert "set_default('cpu', 'jax_raw')" in message
+    assert "polykernel.set_backend('cpu', 'jax_raw') for every primitive" in message
     assert "backend='jax_raw'" in message
 
 
