@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from polykernel.errors import KernelRegistrationError
+from polykernel.errors import KernelRegistrationError, KernelTypeError
 from polykernel.native.argspec import check_module_name, resolve_specs
 from polykernel.native.codegen import render_source
 
@@ -79,7 +79,6 @@ def test_explicit_tokens_with_pins_and_untyped_attr():
         ({"f": ["arg", "ret", "attr.a:int32", "attr.a:int32"]}, "reserved or repeated"),
         ({"f": ["arg"]}, "has no output"),
         ({"f": ["arg", "ret", "stream", "stream"]}, "more than one 'stream'"),
-        ({"f": ["arg", 3]}, "token 3 is not a string"),
         ({"add": ["arg", "ret"]}, "the spec has 2 tokens"),
         (["ghost"], "no 'void ghost\\(...\\)' definition found"),
         (["bad"], "cannot infer a token for parameter 'pk::Tensor x'"),
@@ -94,10 +93,27 @@ def test_spec_errors(functions, match):
         resolve_specs("m", SRC, functions, platform)
 
 
-@pytest.mark.parametrize("name", ["", "1abc", "a-b", "a..b", "a b", None])
+def test_non_string_token_is_a_type_error():
+    with pytest.raises(KernelTypeError, match="token 3 is not a string"):
+        resolve_specs("m", SRC, {"f": ["arg", 3]}, "cpu")
+
+
+@pytest.mark.parametrize("name", ["", "1abc", "a-b", "a..b", "a b"])
 def test_module_name_guard(name):
     with pytest.raises(KernelRegistrationError, match=r"module name .* is not valid"):
         check_module_name(name)
+
+
+@pytest.mark.parametrize("name", [None, 3, b"abc"])
+def test_module_name_of_wrong_type_is_a_type_error(name):
+    with pytest.raises(KernelTypeError, match=r"module name .* is not valid"):
+        check_module_name(name)
+
+
+def test_reference_token_aliases_are_accepted():
+    src = "void f(const pk::Tensor& x, pk::Tensor& y, float a) {}"
+    spec = resolve_specs("m", src, {"f": ["args", "rets", "attrs.a"]}, "cpu")[0]
+    assert spec.tokens() == ["arg", "ret", "attr.a:float32"]
 
 
 def test_wrapper_checks_pinned_dtype_and_rank():

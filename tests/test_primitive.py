@@ -39,6 +39,8 @@ def test_name_primitive_and_repr():
 def test_name_must_be_nonempty_string():
     with pytest.raises(pk.KernelRegistrationError, match="name must be a non-empty"):
         pk.XLACustomKernel("")
+    with pytest.raises(TypeError, match=r"name must be a string \(got int: 3\)"):
+        pk.XLACustomKernel(3)
 
 
 def test_first_registered_backend_is_default_and_asdefault_overrides():
@@ -94,25 +96,86 @@ def test_shorthand_asdefault():
 
 
 @pytest.mark.parametrize(
-    ("call", "message"),
+    ("call", "error", "message"),
     [
-        (lambda op: op.def_kernel("", "cpu", scale_gen(1)), "backend must be a non"),
+        (
+            lambda op: op.def_kernel("", "cpu", scale_gen(1)),
+            pk.KernelRegistrationError,
+            "backend must be a non-empty string",
+        ),
+        (
+            lambda op: op.def_kernel(3, "cpu", scale_gen(1)),
+            pk.KernelTypeError,
+            r"backend must be a string such as 'numba' \(got int: 3\)",
+        ),
         (
             lambda op: op.def_kernel("x", "mars", scale_gen(1)),
+            pk.KernelRegistrationError,
             "platform must be one of",
         ),
-        (lambda op: op.def_kernel("x", "cpu", 3), "kernel generator must be callable"),
-        (lambda op: op.def_pallas_kernel("cpu", scale_gen(1)), r"\['gpu', 'tpu'\]"),
+        (
+            lambda op: op.def_kernel("x", None, scale_gen(1)),
+            pk.KernelTypeError,
+            r"platform must be a string, one of \['cpu', 'gpu', 'tpu'\] \(got "
+            r"NoneType",
+        ),
+        (
+            lambda op: op.def_kernel("x", "cpu", 3),
+            pk.KernelTypeError,
+            r"kernel generator must be callable \(got int\)",
+        ),
+        (
+            lambda op: op.def_pallas_kernel("cpu", scale_gen(1)),
+            pk.KernelRegistrationError,
+            r"\['gpu', 'tpu'\]",
+        ),
         (
             lambda op: op.def_cuda_raw_kernel(scale_gen(1), platform="tpu"),
+            pk.KernelRegistrationError,
             r"\['cpu', 'gpu'\]",
         ),
-        (lambda op: op.def_tags("ok", ""), "tags must be non-empty strings"),
+        (
+            lambda op: op.def_tags("ok", ""),
+            pk.KernelRegistrationError,
+            "tags must be non-empty strings",
+        ),
+        (
+            lambda op: op.def_tags("ok", 3),
+            pk.KernelTypeError,
+            r"tags must be strings \(got int: 3\)",
+        ),
     ],
 )
-def test_registration_errors(call, message):
-    with pytest.raises(pk.KernelRegistrationError, match=message):
+def test_registration_errors(call, error, message):
+    with pytest.raises(error, match=message):
         call(new_op())
+
+
+NOT_CALLABLE = [3, "kernel", None, [lambda outs: None]]
+SHORTHANDS = [
+    lambda op, kg: op.def_kernel("x", "cpu", kg),
+    lambda op, kg: op.def_numba_kernel(kg),
+    lambda op, kg: op.def_numba_cuda_kernel(kg),
+    lambda op, kg: op.def_warp_kernel(kg),
+    lambda op, kg: op.def_triton_kernel(kg),
+    lambda op, kg: op.def_pallas_kernel("gpu", kg),
+    lambda op, kg: op.def_pallas_kernel("tpu", kg),
+    lambda op, kg: op.def_cuda_raw_kernel(kg),
+    lambda op, kg: op.def_cuda_raw_kernel(kg, platform="cpu"),
+    lambda op, kg: op.def_jax_raw_kernel(kg),
+    lambda op, kg: op.def_jax_raw_kernel(kg, platform="tpu"),
+]
+
+
+@pytest.mark.parametrize("kg", NOT_CALLABLE, ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize("register", SHORTHANDS)
+def test_non_callable_generator_is_a_type_error_everywhere(register, kg):
+    # TypeError by Python's convention (issue 11); AssertionError as the seed says.
+    for caught in (TypeError, AssertionError, pk.KernelError):
+        op = new_op()
+        with pytest.raises(caught, match="the kernel generator must be callable"):
+            register(op, kg)
+        assert op.defaults == {}
 
 
 def test_set_default_errors_list_what_is_registered():
@@ -173,14 +236,16 @@ def test_outs_errors():
     op.def_kernel("jax_raw", "cpu", scale_gen(1.0))
     with pytest.raises(pk.KernelRegistrationError, match="`outs` is empty"):
         op(jnp.ones(4), outs=[])
-    with pytest.raises(pk.KernelRegistrationError, match="leaf 1 has no shape/dtype"):
+    with pytest.raises(pk.KernelTypeError, match="leaf 1 has no shape/dtype"):
         op(jnp.ones(4), outs=[SPEC, 3])
 
 
 def test_unhashable_keyword_names_the_keyword():
     op = new_op()
     op.def_kernel("jax_raw", "cpu", scale_gen(1.0))
-    with pytest.raises(TypeError, match="keyword argument 'weights' must be hashable"):
+    with pytest.raises(
+        pk.KernelTypeError, match="keyword argument 'weights' must be hashable"
+    ):
         op(jnp.ones(4), outs=SPEC, weights=[1, 2])
 
 
@@ -235,19 +300,22 @@ def test_per_call_backend_wins_over_default():
 def test_unknown_per_call_backend():
     op = new_op()
     op.def_kernel("jax_raw", "cpu", scale_gen(1.0))
-    with pytest.raises(ValueError, match="backend 'nope' is not registered on any"):
-        op(jnp.ones(4), outs=SPEC, backend="nope")
+    for caught in (ValueError, pk.KernelFallbackExhaustedError):
+        with pytest.raises(caught, match="backend 'nope' is not registered on any"):
+            op(jnp.ones(4), outs=SPEC, backend="nope")
+    with pytest.raises(TypeError, match=r"backend must be a string or None \(got int"):
+        op(jnp.ones(4), outs=SPEC, backend=3)
 
 
 def test_per_call_backend_registered_only_on_other_platform():
     op = new_op()
     op.def_kernel("jax_raw", "cpu", scale_gen(1.0))
     op.def_warp_kernel(scale_gen(1.0))
-    with pytest.raises(
-        pk.KernelNotAvailableError,
-        match=r"backend 'warp' is not registered for platform 'cpu'",
-    ):
-        op(jnp.ones(4), outs=SPEC, backend="warp")
+    for caught in (pk.UnknownBackendError, pk.KernelFallbackExhaustedError, ValueError):
+        with pytest.raises(
+            caught, match=r"backend 'warp' is not registered for platform 'cpu'"
+        ):
+            op(jnp.ones(4), outs=SPEC, backend="warp")
 
 
 def test_changed_default_reaches_already_jitted_functions():
@@ -288,8 +356,9 @@ def test_jit_matches_eager():
 def test_no_kernel_for_platform_lists_platforms_with_kernels():
     op = new_op()
     op.def_warp_kernel(scale_gen(1.0))
+    # The reference raises KernelFallbackExhaustedError here; so do we.
     with pytest.raises(
-        pk.KernelNotAvailableError,
+        pk.KernelFallbackExhaustedError,
         match=r"no kernel for platform 'cpu' \(platforms with kernels: "
         r"\['gpu'\]\)",
     ):
@@ -323,6 +392,7 @@ def test_generator_failure_names_primitive_backend_platform_and_alternatives():
     assert "RuntimeError: kaboom" in message
     assert "['jax_raw']" in message
     assert "set_default('cpu', 'jax_raw')" in message
+    assert "polykernel.set_backend('cpu', 'jax_raw') for every primitive" in message
     assert "backend='jax_raw'" in message
 
 

@@ -3,8 +3,13 @@
 ``import polykernel`` imports JAX and NumPy only: optional packages (numba, warp,
 triton, CUDA) are imported when a backend that needs them is first used, and nothing
 touches the disk until a cache is written.
+
+Every name of the reference API's kernel layer is here (and its ``config.*`` setters
+under ``polykernel.config`` as well as at top level), so code written for it ports by
+changing the import line.
 """
 
+from . import config as config
 from ._version import __version__ as __version__
 from .allocator import tune_allocator as tune_allocator
 from .backends.numba_cpu import numba_kernel as numba_kernel
@@ -14,31 +19,74 @@ from .benchmark import (
     BenchmarkResult as BenchmarkResult,
     benchmark_function as benchmark_function,
 )
+from .config import get_cache_dir as get_cache_dir, set_cache_dir as set_cache_dir
 from .errors import (
+    BackendPreferenceWarning as BackendPreferenceWarning,
     BackendUnavailableError as BackendUnavailableError,
     BenchmarkDataFnNotProvidedError as BenchmarkDataFnNotProvidedError,
     BenchmarkMismatchWarning as BenchmarkMismatchWarning,
+    BrainEventError as BrainEventError,
     CacheError as CacheError,
     CompilationError as CompilationError,
+    CUDANotInstalledError as CUDANotInstalledError,
     DuplicatePrimitiveWarning as DuplicatePrimitiveWarning,
+    GpuArchDetectionError as GpuArchDetectionError,
+    HeaderNotFoundError as HeaderNotFoundError,
+    HostCompilerIncompatibleError as HostCompilerIncompatibleError,
+    HostCompilerNotFoundError as HostCompilerNotFoundError,
     KernelCallError as KernelCallError,
     KernelCompilationError as KernelCompilationError,
+    KernelError as KernelError,
     KernelExecutionError as KernelExecutionError,
+    KernelFallbackExhaustedError as KernelFallbackExhaustedError,
+    KernelLoadError as KernelLoadError,
+    KernelLookupError as KernelLookupError,
     KernelNotAvailableError as KernelNotAvailableError,
     KernelRegistrationError as KernelRegistrationError,
+    KernelSourceNotFoundError as KernelSourceNotFoundError,
+    KernelToolchainError as KernelToolchainError,
+    KernelTypeError as KernelTypeError,
+    MathError as MathError,
+    NvccNotFoundError as NvccNotFoundError,
     PolykernelError as PolykernelError,
     PolykernelWarning as PolykernelWarning,
     ToolchainError as ToolchainError,
+    UnknownBackendError as UnknownBackendError,
+    UnsupportedArchError as UnsupportedArchError,
+    UnsupportedFeatureError as UnsupportedFeatureError,
+    UnsupportedOperationError as UnsupportedOperationError,
     UnsupportedTransformError as UnsupportedTransformError,
 )
 from .kernel_table import KernelEntry as KernelEntry
 from .native import (
+    CompiledModule as CompiledModule,
     CompileOptions as CompileOptions,
+    CompilerBackend as CompilerBackend,
+    CPPBackend as CPPBackend,
+    CUDABackend as CUDABackend,
+    HIPBackend as HIPBackend,
     NativeModule as NativeModule,
+    clear_cache as clear_cache,
+    list_registered_targets as list_registered_targets,
     load_cpp_file as load_cpp_file,
     load_cpp_inline as load_cpp_inline,
+    load_cuda_dir as load_cuda_dir,
     load_cuda_file as load_cuda_file,
     load_cuda_inline as load_cuda_inline,
+    normalize_tokens as normalize_tokens,
+    print_diagnostics as print_diagnostics,
+    register_ffi_target as register_ffi_target,
+    so_ext as so_ext,
+)
+from .preferences import (
+    clear_backends as clear_backends,
+    get_backend as get_backend,
+    get_compute_capability as get_compute_capability,
+    get_numba_num_threads as get_numba_num_threads,
+    get_numba_parallel as get_numba_parallel,
+    set_backend as set_backend,
+    set_compute_capability as set_compute_capability,
+    set_numba_parallel as set_numba_parallel,
 )
 from .primitive import XLACustomKernel as XLACustomKernel
 from .registry import (

@@ -20,6 +20,7 @@ __all__ = [
     "UndefinedPrimal",
     "Zero",
     "apply_primitive",
+    "aval_of",
     "bump_dispatch_epoch",
     "instantiate_zeros",
     "is_undefined_primal",
@@ -38,6 +39,11 @@ is_undefined_primal = ad.is_undefined_primal
 instantiate_zeros = ad.instantiate_zeros
 lower_fun = mlir.lower_fun
 register_lowering = mlir.register_lowering
+
+
+def aval_of(x: Any) -> Any:
+    """The abstract value (shape, dtype, weak type) of an array or tracer."""
+    return jax.typeof(x)
 
 
 def apply_primitive(prim: Primitive, *args: Any, **params: Any) -> Any:

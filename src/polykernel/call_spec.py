@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from .errors import KernelRegistrationError
+from .errors import KernelRegistrationError, KernelTypeError
 
 __all__ = ["RESERVED_KEYWORDS", "check_keywords", "flatten_outs"]
 
@@ -29,8 +29,8 @@ def flatten_outs(owner: str, outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...
     """Flatten ``outs`` into hashable structs plus the tree to rebuild results.
 
     Raises:
-        KernelRegistrationError: ``outs`` is empty or holds something without
-            ``.shape``/``.dtype``.
+        KernelRegistrationError: ``outs`` is empty (a ``ValueError``).
+        KernelTypeError: a leaf of ``outs`` has no ``.shape``/``.dtype``.
     """
     leaves, treedef = jax.tree.flatten(outs, is_leaf=_is_struct)
     if not leaves:
@@ -41,7 +41,7 @@ def flatten_outs(owner: str, outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...
     structs = []
     for i, leaf in enumerate(leaves):
         if not _is_struct(leaf):
-            raise KernelRegistrationError(
+            raise KernelTypeError(
                 f"XLACustomKernel '{owner}': `outs` leaf {i} has no shape/dtype (got "
                 f"{type(leaf).__name__}: {leaf!r}). Describe each output with "
                 f"jax.ShapeDtypeStruct(shape, dtype)."
@@ -55,8 +55,8 @@ def check_keywords(owner: str, kwargs: Mapping[str, Any]) -> None:
     """Reject reserved or unhashable keyword arguments with a message naming them.
 
     Raises:
-        KernelRegistrationError: a keyword uses a reserved name.
-        TypeError: a keyword's value is not hashable.
+        KernelRegistrationError: a keyword uses a reserved name (a ``ValueError``).
+        KernelTypeError: a keyword's value is not hashable.
     """
     for key, value in kwargs.items():
         if key in RESERVED_KEYWORDS:
@@ -67,7 +67,7 @@ def check_keywords(owner: str, kwargs: Mapping[str, Any]) -> None:
         try:
             hash(value)
         except TypeError:
-            raise TypeError(
+            raise KernelTypeError(
                 f"XLACustomKernel '{owner}': keyword argument '{key}' must be hashable "
                 f"because it becomes a static primitive parameter (got "
                 f"{type(value).__name__}). Pass a tuple instead of a list, or a Python "

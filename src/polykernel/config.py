@@ -1,12 +1,16 @@
-"""Process-wide settings read from the environment at the moment they are used.
+"""Process-wide settings: cache locations, plus the reference API's ``config.*`` knobs.
 
 Nothing here runs at import: the cache root is computed (never created) when asked for,
 and :func:`ensure_private_dir` creates a directory only when a caller is about to write.
 
+``polykernel.config.set_backend`` and the other setters of the reference's
+``config`` module live in :mod:`polykernel.preferences` and are re-exported here,
+so ``config.set_backend(...)`` ports unchanged (they are also top-level names).
+
 Environment variables:
     POLYKERNEL_CACHE_DIR: root of every on-disk cache (compiled libraries, Numba
         handlers). Default: the per-user cache directory, ``$XDG_CACHE_HOME/polykernel``
-        or ``~/.cache/polykernel``.
+        or ``~/.cache/polykernel``. :func:`set_cache_dir` overrides it in-process.
     POLYKERNEL_CONFIG_DIR: where persisted settings (tuned defaults) live. Default:
         ``$XDG_CONFIG_HOME/polykernel`` or ``~/.config/polykernel``.
 """
@@ -15,14 +19,44 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path
 
-from .errors import CacheError
+from .errors import CacheError, KernelRegistrationError, KernelTypeError
+from .preferences import (
+    PLATFORMS,
+    clear_backends,
+    get_backend,
+    get_compute_capability,
+    get_numba_num_threads,
+    get_numba_parallel,
+    set_backend,
+    set_compute_capability,
+    set_numba_parallel,
+)
 
-__all__ = ["cache_root", "config_dir", "ensure_private_dir"]
+__all__ = [
+    "PLATFORMS",
+    "cache_root",
+    "clear_backends",
+    "config_dir",
+    "ensure_private_dir",
+    "get_backend",
+    "get_cache_dir",
+    "get_compute_capability",
+    "get_numba_num_threads",
+    "get_numba_parallel",
+    "set_backend",
+    "set_cache_dir",
+    "set_compute_capability",
+    "set_numba_parallel",
+]
 
 CACHE_ENV = "POLYKERNEL_CACHE_DIR"
 CONFIG_ENV = "POLYKERNEL_CONFIG_DIR"
+
+_lock = threading.Lock()
+_cache_dir: Path | None = None  # set_cache_dir() override
 
 
 def _user_dir(xdg_var: str, fallback: str) -> Path:
@@ -35,11 +69,16 @@ def _user_dir(xdg_var: str, fallback: str) -> Path:
 def cache_root() -> Path:
     """Return the cache root directory (not created).
 
+    :func:`set_cache_dir` wins over ``$POLYKERNEL_CACHE_DIR``, which wins over the
+    per-user default.
+
     Example:
         >>> import polykernel.config as cfg
         >>> isinstance(cfg.cache_root(), Path)
         True
     """
+    if _cache_dir is not None:
+        return _cache_dir
     explicit = os.environ.get(CACHE_ENV)
     if explicit:
         return Path(explicit).expanduser()
@@ -94,3 +133,52 @@ def ensure_private_dir(path: Path) -> Path:
             f"Run `chmod go-w '{path}'` or point ${CACHE_ENV} elsewhere."
         )
     return path
+
+
+# -- cache directory (reference: set_cache_dir / get_cache_dir) ------------------------
+def set_cache_dir(path: str | os.PathLike | None) -> None:
+    """Use ``path`` as the cache root for the rest of this process.
+
+    The directory is created (owner-only) now, as the reference does, so a path that
+    cannot be used fails here rather than at the first compile. Entries already in
+    the previous root are neither moved nor deleted; subprocesses are not affected
+    (set ``$POLYKERNEL_CACHE_DIR`` for them). ``None`` (our addition) goes back to
+    ``$POLYKERNEL_CACHE_DIR`` or the default.
+
+    Raises:
+        KernelTypeError: ``path`` is not a string or path.
+        KernelRegistrationError: ``path`` is empty.
+        CacheError: the directory cannot be created or others can write to it.
+
+    Example:
+        >>> import polykernel as pk, tempfile
+        >>> pk.set_cache_dir(tempfile.mkdtemp())  # doctest: +SKIP
+    """
+    global _cache_dir
+    if path is None:
+        with _lock:
+            _cache_dir = None
+        return
+    if not isinstance(path, (str, os.PathLike)):
+        raise KernelTypeError(
+            f"polykernel.set_cache_dir: path must be a str, os.PathLike or None (got "
+            f"{type(path).__name__}: {path!r})."
+        )
+    if not os.fspath(path):
+        raise KernelRegistrationError(
+            "polykernel.set_cache_dir: path is empty; pass the directory to use."
+        )
+    resolved = ensure_private_dir(Path(path).expanduser().absolute())
+    with _lock:
+        _cache_dir = resolved
+
+
+def get_cache_dir() -> str:
+    """Return the cache root in use (``set_cache_dir``, env var, or default).
+
+    Example:
+        >>> import polykernel as pk
+        >>> isinstance(pk.get_cache_dir(), str)
+        True
+    """
+    return str(cache_root())

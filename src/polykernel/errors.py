@@ -1,8 +1,38 @@
 """Exception classes raised by polykernel.
 
-Every class derives from :class:`PolykernelError` *and* from the builtin that best
-describes the failure, so ``except ValueError`` (or ``ImportError``, ...) keeps working
-for callers that do not know about polykernel.
+The reference API's names exist here with the reference's hierarchy, so code that
+catches ``KernelError``, ``KernelFallbackExhaustedError``, ``CompilationError`` ...
+catches what it caught before. Every class also derives from the builtin that best
+describes the failure, so ``except ValueError`` (or ``TypeError``, ``ImportError``,
+...) keeps working for callers that know nothing about polykernel::
+
+    PolykernelError (alias BrainEventError)
+    ├── KernelError
+    │   ├── KernelNotAvailableError .............. ImportError
+    │   │   └── BackendUnavailableError
+    │   ├── KernelFallbackExhaustedError ......... NotImplementedError
+    │   │   └── UnknownBackendError .............. + KernelRegistrationError
+    │   ├── KernelCompilationError ............... RuntimeError
+    │   │   └── CompilationError
+    │   │       └── HostCompilerIncompatibleError
+    │   ├── KernelExecutionError ................. RuntimeError
+    │   ├── KernelToolchainError (ToolchainError)  RuntimeError
+    │   │   ├── NvccNotFoundError, HostCompilerNotFoundError,
+    │   │   │   HeaderNotFoundError, GpuArchDetectionError
+    │   │   └── UnsupportedArchError ............. + ValueError
+    │   ├── CUDANotInstalledError ................ ImportError
+    │   ├── KernelLoadError ...................... OSError
+    │   ├── KernelRegistrationError .............. ValueError
+    │   ├── KernelTypeError ...................... TypeError, AssertionError
+    │   ├── KernelCallError ...................... TypeError
+    │   ├── KernelLookupError .................... KeyError
+    │   ├── KernelSourceNotFoundError ............ FileNotFoundError
+    │   ├── UnsupportedFeatureError .............. NotImplementedError
+    │   │   └── UnsupportedTransformError
+    │   └── CacheError ........................... OSError
+    ├── BenchmarkDataFnNotProvidedError .......... ValueError
+    ├── MathError ................................ ValueError
+    └── UnsupportedOperationError ................ TypeError
 
 Messages follow one template: *where* (primitive, backend, platform or file), *what*
 (expected vs got) and *how to fix* (the exact API, argument, extra or environment
@@ -12,20 +42,40 @@ variable). Every message is pinned by a test.
 from __future__ import annotations
 
 __all__ = [
+    "BackendPreferenceWarning",
     "BackendUnavailableError",
     "BenchmarkDataFnNotProvidedError",
     "BenchmarkMismatchWarning",
+    "BrainEventError",
+    "CUDANotInstalledError",
     "CacheError",
     "CompilationError",
     "DuplicatePrimitiveWarning",
+    "GpuArchDetectionError",
+    "HeaderNotFoundError",
+    "HostCompilerIncompatibleError",
+    "HostCompilerNotFoundError",
     "KernelCallError",
     "KernelCompilationError",
+    "KernelError",
     "KernelExecutionError",
+    "KernelFallbackExhaustedError",
+    "KernelLoadError",
+    "KernelLookupError",
     "KernelNotAvailableError",
     "KernelRegistrationError",
+    "KernelSourceNotFoundError",
+    "KernelToolchainError",
+    "KernelTypeError",
+    "MathError",
+    "NvccNotFoundError",
     "PolykernelError",
     "PolykernelWarning",
     "ToolchainError",
+    "UnknownBackendError",
+    "UnsupportedArchError",
+    "UnsupportedFeatureError",
+    "UnsupportedOperationError",
     "UnsupportedTransformError",
 ]
 
@@ -34,69 +84,194 @@ class PolykernelError(Exception):
     """Base class of every exception polykernel raises on purpose."""
 
 
-class KernelRegistrationError(PolykernelError, ValueError):
-    """A primitive, kernel, default or rule was defined with invalid arguments."""
+#: The reference API's root exception name.
+BrainEventError = PolykernelError
 
 
-class KernelCallError(PolykernelError, TypeError):
-    """A kernel was called with inputs, outputs or attributes its spec does not take."""
+class KernelError(PolykernelError):
+    """Base class of every error of the kernel layer (everything but benchmarks)."""
 
 
-class KernelNotAvailableError(PolykernelError, NotImplementedError):
-    """No kernel is registered for the platform (or backend) a call needs."""
+# -- which kernel runs ---------------------------------------------------------------
+class KernelNotAvailableError(KernelError, ImportError):
+    """A backend cannot be used: its package is missing or has the wrong version."""
 
 
-class KernelCompilationError(PolykernelError, RuntimeError):
+class BackendUnavailableError(KernelNotAvailableError):
+    """An optional package a backend needs is not installed (names the pip extra)."""
+
+
+class KernelFallbackExhaustedError(KernelError, NotImplementedError):
+    """No registered kernel can run the call on its platform."""
+
+
+class KernelRegistrationError(KernelError, ValueError):
+    """A primitive, kernel, default, rule, setting or FFI target got a bad value."""
+
+
+class UnknownBackendError(KernelFallbackExhaustedError, KernelRegistrationError):
+    """A call asked for a backend that is not registered for its platform."""
+
+
+# -- building and running ------------------------------------------------------------
+class KernelCompilationError(KernelError, RuntimeError):
     """A kernel generator raised, or its kernel failed to lower for a platform."""
 
 
-class KernelExecutionError(PolykernelError, RuntimeError):
+class CompilationError(KernelCompilationError):
+    """A native compiler failed; carries its output and the kept source file.
+
+    Accepts the reference's keywords (``compiler_output``, ``command`` as a string,
+    ``stage``) as well as ours (``output``, ``source_path``, ``command`` as a list).
+    The message is kept as given: polykernel's own raise sites already include the
+    relevant compiler output in it.
+
+    Attributes:
+        output: Everything the compiler printed (stdout and stderr); also available
+            as ``compiler_output``.
+        source_path: Path of the source file kept for inspection, if any.
+        command: The command line that was run (a list, or the string given).
+        stage: ``"compile"`` or ``"link"``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        compiler_output: str = "",
+        command: list[str] | str | None = None,
+        stage: str = "compile",
+        *,
+        output: str | None = None,
+        source_path: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.output = output if output is not None else compiler_output
+        self.source_path = source_path
+        self.command = command if isinstance(command, str) else list(command or [])
+        self.stage = stage
+
+    @property
+    def compiler_output(self) -> str:
+        """The reference's name for :attr:`output`."""
+        return self.output
+
+
+class HostCompilerIncompatibleError(CompilationError):
+    """nvcc refused the host C++ compiler's version."""
+
+
+class KernelExecutionError(KernelError, RuntimeError):
     """A kernel failed while running (for example it raised inside Numba)."""
 
 
-class BackendUnavailableError(PolykernelError, ImportError):
-    """An optional package a backend needs is not installed."""
+class KernelLoadError(KernelError, OSError):
+    """A compiled shared library could not be loaded, or lacks a handler symbol."""
 
 
-class ToolchainError(PolykernelError, RuntimeError):
-    """A compiler, CUDA toolkit or target architecture could not be found."""
+class KernelSourceNotFoundError(KernelError, FileNotFoundError):
+    """A kernel source file or directory does not exist or holds no sources."""
 
 
-class CompilationError(PolykernelError, RuntimeError):
-    """A native compiler failed; carries its output and the kept source file.
+# -- toolchain -----------------------------------------------------------------------
+class KernelToolchainError(KernelError, RuntimeError):
+    """A compiler, CUDA toolkit, header or target architecture could not be found."""
+
+
+#: polykernel's earlier name for :class:`KernelToolchainError`.
+ToolchainError = KernelToolchainError
+
+
+class NvccNotFoundError(KernelToolchainError):
+    """nvcc could not be found."""
+
+
+class HostCompilerNotFoundError(KernelToolchainError):
+    """No host C++ compiler (g++ / clang++) could be found."""
+
+
+class HeaderNotFoundError(KernelToolchainError):
+    """A header the build needs (CUDA runtime, XLA FFI, polykernel) is missing."""
+
+
+class GpuArchDetectionError(KernelToolchainError):
+    """No CUDA architecture was given and none could be detected."""
+
+
+class UnsupportedArchError(KernelToolchainError, ValueError):
+    """A CUDA architecture is malformed or not supported by the installed nvcc.
 
     Attributes:
-        output: Everything the compiler printed (stdout and stderr).
-        source_path: Path of the source file kept for inspection, if any.
-        command: The command line that was run.
+        compiler_output: nvcc's output, when nvcc reported it.
+        command: The nvcc command line, when there was one.
+        stage: The compilation stage, when there was one.
     """
 
     def __init__(
         self,
         message: str,
         *,
-        output: str = "",
-        source_path: str | None = None,
-        command: list[str] | None = None,
+        compiler_output: str = "",
+        command: str = "",
+        stage: str = "",
     ) -> None:
         super().__init__(message)
-        self.output = output
-        self.source_path = source_path
-        self.command = list(command or [])
+        self.compiler_output = compiler_output
+        self.command = command
+        self.stage = stage
 
 
-class CacheError(PolykernelError, OSError):
+class CUDANotInstalledError(KernelError, ImportError):
+    """A CUDA operation was requested but the CUDA package is not installed."""
+
+
+# -- arguments -----------------------------------------------------------------------
+class KernelTypeError(KernelError, TypeError, AssertionError):
+    """An argument of a polykernel API has the wrong type.
+
+    Also an ``AssertionError``: the reference documents ``AssertionError`` for the
+    type checks of ``def_kernel`` (and raises ``TypeError``); this class satisfies
+    both ``except`` clauses.
+    """
+
+
+class KernelCallError(KernelError, TypeError):
+    """A kernel was called with inputs, outputs or attributes its spec does not take."""
+
+
+class KernelLookupError(KernelError, KeyError):
+    """A name (function, primitive) is not known; the message lists what is."""
+
+    def __str__(self) -> str:
+        # KeyError would print the repr of the message, quotes and escapes included.
+        return str(self.args[0]) if self.args else ""
+
+
+class UnsupportedFeatureError(KernelError, NotImplementedError):
+    """polykernel does not implement what was asked for (e.g. HIP compilation)."""
+
+
+class UnsupportedTransformError(UnsupportedFeatureError):
+    """A JAX transformation has no rule for this primitive."""
+
+
+class CacheError(KernelError, OSError):
     """The on-disk cache cannot be created, read or trusted."""
 
 
+# -- outside the kernel layer ----------------------------------------------------------
 class BenchmarkDataFnNotProvidedError(PolykernelError, ValueError):
     """``benchmark()`` was called before ``def_benchmark_data()``."""
 
 
-class UnsupportedTransformError(PolykernelError, NotImplementedError):
-    """A JAX transformation has no rule for this primitive."""
+class MathError(PolykernelError, ValueError):
+    """A mathematical operation got inputs it cannot handle (reference name)."""
 
 
+class UnsupportedOperationError(PolykernelError, TypeError):
+    """An operation has no meaning for this kind of object (reference name)."""
+
+
+# -- warnings --------------------------------------------------------------------------
 class PolykernelWarning(UserWarning):
     """Base class of every warning polykernel emits."""
 
@@ -107,3 +282,7 @@ class DuplicatePrimitiveWarning(PolykernelWarning):
 
 class BenchmarkMismatchWarning(PolykernelWarning):
     """Two backends of one primitive disagreed on the same benchmark inputs."""
+
+
+class BackendPreferenceWarning(PolykernelWarning):
+    """A process-wide ``set_backend`` choice is not registered for a primitive."""

@@ -1,23 +1,38 @@
 """Which kernels a primitive has, per platform, and which one each platform uses.
 
 A :class:`KernelTable` maps ``platform -> backend -> KernelEntry`` and keeps one
-default backend per platform. Precedence, highest first, when a call does not pass
-``backend=``:
+default backend per platform. The backend a call runs, highest precedence first:
 
-1. ``set_default(platform, backend)`` called at run time;
-2. a tuned default persisted by ``polykernel benchmark --save-defaults`` (applied the
+1. the call's ``backend=`` argument (an unregistered name raises
+   :class:`~polykernel.errors.UnknownBackendError`);
+2. the process-wide ``polykernel.set_backend(platform, backend)`` choice, if this
+   primitive registered that backend for the platform; otherwise it is ignored for
+   this primitive, with one :class:`~polykernel.errors.BackendPreferenceWarning`;
+3. ``set_default(platform, backend)`` called at run time;
+4. a tuned default persisted by ``polykernel benchmark --save-defaults`` (applied the
    first time the table is asked, and only if that backend is registered here);
-3. ``asdefault=True`` at registration, else the first backend registered.
+5. ``asdefault=True`` at registration, else the first backend registered.
+
+:meth:`KernelTable.default` answers levels 3-5 (the primitive's own default);
+:meth:`KernelTable.resolve` applies all five. A platform with no kernel raises
+:class:`~polykernel.errors.KernelFallbackExhaustedError`, as the reference does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .errors import KernelNotAvailableError, KernelRegistrationError
+from .errors import (
+    BackendPreferenceWarning,
+    KernelFallbackExhaustedError,
+    KernelRegistrationError,
+    UnknownBackendError,
+)
+from .preferences import get_backend
 
 __all__ = ["KNOWN_PLATFORMS", "KernelEntry", "KernelTable", "lowering_platforms"]
 
@@ -63,6 +78,7 @@ class KernelTable:
         self._defaults: dict[str, str] = {}
         self._runtime_choice: set[str] = set()  # platforms set via set_default()
         self._tuned: dict[str, str] | None = None  # persisted choices, read lazily
+        self._warned: set[tuple[str, str]] = set()  # (platform, ignored set_backend)
         self._lock = threading.RLock()
 
     # -- registration ------------------------------------------------------------
@@ -113,23 +129,44 @@ class KernelTable:
         return {p: b for p in self._defaults if (b := self.default(p)) is not None}
 
     def resolve(self, platform: str, backend: str | None) -> KernelEntry:
-        """Return the entry a call on ``platform`` uses (``backend`` wins if given)."""
+        """Return the entry a call on ``platform`` uses (see the module docstring)."""
         per_platform = self._entries.get(platform)
         if not per_platform:
-            raise KernelNotAvailableError(
+            raise KernelFallbackExhaustedError(
                 f"XLACustomKernel '{self._owner}' has no kernel for platform "
                 f"'{platform}' (platforms with kernels: {self.platforms()}). Register "
                 f"one with def_kernel(backend, '{platform}', generator), or run on one "
                 f"of those platforms."
             )
-        name = backend if backend is not None else self.default(platform)
-        if name not in per_platform:
-            raise KernelNotAvailableError(
-                f"XLACustomKernel '{self._owner}': backend '{name}' is not registered "
-                f"for platform '{platform}' (registered: {list(per_platform)}). Pass "
-                f"one of those as backend=..., or register '{name}' for '{platform}'."
-            )
-        return per_platform[name]
+        if backend is not None:
+            if backend not in per_platform:
+                raise UnknownBackendError(
+                    f"XLACustomKernel '{self._owner}': backend '{backend}' is not "
+                    f"registered for platform '{platform}' (registered: "
+                    f"{list(per_platform)}). Pass one of those as backend=..., or "
+                    f"register '{backend}' for '{platform}'."
+                )
+            return per_platform[backend]
+        preferred = get_backend(platform)
+        if preferred is not None:
+            if preferred in per_platform:
+                return per_platform[preferred]
+            self._warn_preference_ignored(platform, preferred)
+        return per_platform[self.default(platform)]
+
+    def _warn_preference_ignored(self, platform: str, preferred: str) -> None:
+        with self._lock:
+            if (platform, preferred) in self._warned:
+                return
+            self._warned.add((platform, preferred))
+        warnings.warn(
+            f"polykernel.set_backend('{platform}', '{preferred}') does not apply to "
+            f"XLACustomKernel '{self._owner}': it registered "
+            f"{self.backends(platform)} for '{platform}'. Using its default "
+            f"'{self.default(platform)}' instead (warned once).",
+            BackendPreferenceWarning,
+            stacklevel=2,
+        )
 
     def _tuned_defaults(self) -> dict[str, str]:
         # Read once, lazily, so that importing or defining a primitive never touches

@@ -1,10 +1,19 @@
 """Per-platform lowering: pick the backend, run its generator, lower what it returns.
 
-The lowering rule runs once per compilation. It resolves the backend (per-call
-``backend=`` first, then the primitive's default for the platform), calls the kernel
-generator with ``outs``, the bound keywords and (if declared) ``ins``, and lowers the
-returned JAX-traceable function with ``mlir.lower_fun``. Because the choice happens per
-lowering platform, one ``jax.export`` can carry a different backend per platform.
+The lowering rule runs once per compilation. It resolves the backend with
+:meth:`KernelTable.resolve` (per-call ``backend=``, then ``polykernel.set_backend``,
+then the primitive's default for the platform: see :mod:`polykernel.kernel_table`),
+calls the kernel generator with ``outs``, the bound keywords and (if declared) ``ins``,
+and lowers the returned JAX-traceable function with ``mlir.lower_fun``. Because the
+choice happens per lowering platform, one ``jax.export`` can carry a different backend
+per platform. Every input of that choice that can change at run time (``set_backend``,
+``set_default``, ``asdefault`` registration) bumps the dispatch epoch, so functions
+jitted earlier re-lower on their next call.
+
+A platform without kernels raises ``KernelFallbackExhaustedError`` and an unregistered
+``backend=`` raises ``UnknownBackendError`` (both before the generator runs); anything
+the generator or its kernel raises becomes ``KernelCompilationError``, whose message
+names the other backends to switch to.
 """
 
 from __future__ import annotations
@@ -66,6 +75,7 @@ def _switch_hint(table: KernelTable, owner: str, platform: str, failed: str) -> 
     return (
         f"Other backends registered for '{platform}': {others}. Switch with "
         f"set_default('{platform}', '{others[0]}') on XLACustomKernel '{owner}', "
+        f"polykernel.set_backend('{platform}', '{others[0]}') for every primitive, "
         f"or pass backend='{others[0]}' to the call."
     )
 
@@ -76,7 +86,11 @@ def make_lowering_rule(
     """Build the MLIR lowering rule of primitive ``owner`` for our ``platform``."""
 
     def rule(
-        ctx: Any, *args: Any, outs: tuple[Any, ...], backend: str | None, **params: Any
+        ctx: Any,
+        *args: Any,
+        outs: tuple[Any, ...],
+        backend: str | None = None,
+        **params: Any,
     ) -> Any:
         entry = table.resolve(platform, backend)
         try:

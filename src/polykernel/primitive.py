@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _jax_compat as jc, registry
 from .call_spec import check_keywords, flatten_outs
-from .errors import KernelRegistrationError
+from .errors import KernelRegistrationError, KernelTypeError, UnknownBackendError
 from .kernel_table import KNOWN_PLATFORMS, KernelEntry, KernelTable
 from .lowering import make_lowering_rule
 from .transforms import defjvp, general_batching_rule
@@ -30,6 +30,11 @@ KernelGenerator = Callable[..., Callable[..., Any]]
 def _check_platform(
     owner: str, method: str, platform: Any, allowed: Sequence[str]
 ) -> None:
+    if not isinstance(platform, str):
+        raise KernelTypeError(
+            f"XLACustomKernel '{owner}'.{method}(): platform must be a string, one of "
+            f"{list(allowed)} (got {type(platform).__name__}: {platform!r})."
+        )
     if platform not in allowed:
         raise KernelRegistrationError(
             f"XLACustomKernel '{owner}'.{method}(): platform must be one of "
@@ -58,10 +63,16 @@ class XLACustomKernel:
     """
 
     def __init__(self, name: str, doc: str | None = None) -> None:
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str):
+            raise KernelTypeError(
+                f"XLACustomKernel(name=...): name must be a string (got "
+                f"{type(name).__name__}: {name!r}), e.g. "
+                f"XLACustomKernel('mylib.csrmv')."
+            )
+        if not name:
             raise KernelRegistrationError(
-                f"XLACustomKernel(name=...): name must be a non-empty string (got "
-                f"{name!r}), e.g. XLACustomKernel('mylib.csrmv')."
+                "XLACustomKernel(name=...): name must be a non-empty string, e.g. "
+                "XLACustomKernel('mylib.csrmv')."
             )
         self.name = name
         self.__doc__ = doc or type(self).__doc__
@@ -109,10 +120,15 @@ class XLACustomKernel:
         results = self.primitive.bind(*arrays, outs=structs, backend=backend, **kwargs)
         return treedef.unflatten(results)
 
-    def _check_backend_known(self, backend: str) -> None:
+    def _check_backend_known(self, backend: object) -> None:
+        if not isinstance(backend, str):
+            raise KernelTypeError(
+                f"XLACustomKernel '{self.name}': backend must be a string or None "
+                f"(got {type(backend).__name__}: {backend!r})."
+            )
         known = {b for p in self._table.platforms() for b in self._table.backends(p)}
         if backend not in known:
-            raise KernelRegistrationError(
+            raise UnknownBackendError(
                 f"XLACustomKernel '{self.name}': backend {backend!r} is not registered "
                 f"on any platform (registered: "
                 f"{ {p: self._table.backends(p) for p in self._table.platforms()} }). "
@@ -128,6 +144,12 @@ class XLACustomKernel:
         The first backend registered for a platform becomes its default;
         ``asdefault=True`` makes this one the default instead.
 
+        Raises:
+            KernelTypeError: (a ``TypeError`` and an ``AssertionError``) ``backend``
+                or ``platform`` is not a string, or ``kg`` is not callable.
+            KernelRegistrationError: (a ``ValueError``) empty backend or unknown
+                platform.
+
         Example:
             >>> import polykernel as pk
             >>> op = pk.XLACustomKernel("doc.def_kernel")
@@ -135,14 +157,19 @@ class XLACustomKernel:
             >>> op.available_backends("cpu")
             ['jax_raw']
         """
-        if not isinstance(backend, str) or not backend:
+        if not isinstance(backend, str):
+            raise KernelTypeError(
+                f"XLACustomKernel '{self.name}'.def_kernel(): backend must be a "
+                f"string such as 'numba' (got {type(backend).__name__}: {backend!r})."
+            )
+        if not backend:
             raise KernelRegistrationError(
                 f"XLACustomKernel '{self.name}'.def_kernel(): backend must be a "
-                f"non-empty string such as 'numba' (got {backend!r})."
+                f"non-empty string such as 'numba' (got '')."
             )
         _check_platform(self.name, "def_kernel", platform, list(KNOWN_PLATFORMS))
         if not callable(kg):
-            raise KernelRegistrationError(
+            raise KernelTypeError(
                 f"XLACustomKernel '{self.name}'.def_kernel(): the kernel generator "
                 f"must be callable (got {type(kg).__name__}). Pass a function that "
                 f"takes outs=... and keywords and returns the kernel function."
@@ -264,10 +291,15 @@ class XLACustomKernel:
     def def_tags(self, *tags: str) -> None:
         """Replace this primitive's tags (used by the registry and the CLI)."""
         for tag in tags:
-            if not isinstance(tag, str) or not tag:
+            if not isinstance(tag, str):
+                raise KernelTypeError(
+                    f"XLACustomKernel '{self.name}'.def_tags(): tags must be strings "
+                    f"(got {type(tag).__name__}: {tag!r})."
+                )
+            if not tag:
                 raise KernelRegistrationError(
                     f"XLACustomKernel '{self.name}'.def_tags(): tags must be non-empty "
-                    f"strings (got {tag!r})."
+                    f"strings (got '')."
                 )
         self._tags = tuple(tags)
 

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import DuplicatePrimitiveWarning
+from .errors import DuplicatePrimitiveWarning, KernelLookupError, KernelTypeError
 
 __all__ = [
     "get_all_primitive_names",
@@ -62,7 +62,7 @@ def register(kernel: Any) -> None:
         kernel: An object with a ``name`` attribute (an ``XLACustomKernel``).
 
     Raises:
-        TypeError: ``kernel.name`` is missing or not a non-empty string.
+        KernelTypeError: ``kernel.name`` is missing or not a non-empty string.
 
     Example:
         >>> import polykernel as pk
@@ -72,7 +72,7 @@ def register(kernel: Any) -> None:
     """
     name = getattr(kernel, "name", None)
     if not isinstance(name, str) or not name:
-        raise TypeError(
+        raise KernelTypeError(
             "polykernel.registry.register: expected an object with a non-empty string "
             f"'name' attribute, got {type(kernel).__name__} with name={name!r}."
         )
@@ -131,7 +131,8 @@ def get_primitive(name: str) -> Any:
     """Return the primitive registered under ``name``.
 
     Raises:
-        KeyError: no primitive has that name; the message lists close names.
+        KernelLookupError: (a ``KeyError``) no primitive has that name; the message
+            lists close names.
 
     Example:
         >>> import polykernel as pk
@@ -151,7 +152,7 @@ def get_primitive(name: str) -> Any:
         else f"{len(names)} primitives are registered"
         + (f" (e.g. {', '.join(names[:5])})." if names else ".")
     )
-    raise KeyError(
+    raise KernelLookupError(
         f"polykernel registry: no primitive named {name!r}. {hint} Primitives are "
         "registered when their module is imported; import it first."
     )
@@ -163,7 +164,7 @@ def _normalise_tags(tags: str | Iterable[str]) -> frozenset[str]:
     result = frozenset(tags)
     bad = [t for t in result if not isinstance(t, str)]
     if bad:
-        raise TypeError(
+        raise KernelTypeError(
             "polykernel registry: tags must be strings, got "
             f"{', '.join(repr(t) for t in bad)}."
         )

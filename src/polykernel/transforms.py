@@ -1,10 +1,14 @@
 """Transformation rules shared by every primitive: default vmap and per-input JVPs.
 
+Both accept what the reference's operator code passes them: an ``XLACustomKernel``
+or a plain JAX ``Primitive``, with single or multiple results.
+
 * :func:`general_batching_rule` is the default ``vmap`` rule: it moves each batched
   operand's batch axis to the front and runs the primitive once per batch element under
   ``jax.lax.scan``; unbatched operands (``None`` axis) are passed whole to every step.
-* :func:`defjvp` is ``jax.interpreters.ad.defjvp`` for multiple-result primitives: one
-  rule per input, each returning that input's tangent contribution to every output.
+  When nothing is batched it binds once and reports every output as unbatched.
+* :func:`defjvp` is ``jax.interpreters.ad.defjvp`` generalised to multiple-result
+  primitives: one rule per input, each returning that input's tangent contribution.
 """
 
 from __future__ import annotations
@@ -16,64 +20,98 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ._jax_compat import Primitive, ShapedArray, Zero, set_jvp_rule, zero_tangent
-from .errors import KernelRegistrationError
+from ._jax_compat import Primitive, Zero, aval_of, set_jvp_rule, zero_tangent
+from .errors import KernelRegistrationError, KernelTypeError
 
 __all__ = ["defjvp", "general_batching_rule"]
 
 
+def _binder(prim: Any) -> Callable[..., Any]:
+    """``prim.bind`` for a Primitive or an XLACustomKernel; ``prim`` if callable."""
+    if isinstance(prim, Primitive):
+        return prim.bind
+    inner = getattr(prim, "primitive", None)
+    if isinstance(inner, Primitive):
+        return inner.bind
+    if callable(prim):
+        return prim
+    raise KernelTypeError(
+        f"general_batching_rule: prim must be a JAX Primitive, an XLACustomKernel or "
+        f"a callable (got {type(prim).__name__}: {prim!r})."
+    )
+
+
 def general_batching_rule(
-    prim: Primitive, args: Sequence[Any], axes: Sequence[int | None], **kwargs: Any
-) -> tuple[Sequence[Any], Sequence[int | None]]:
+    prim: Any, args: Sequence[Any], axes: Sequence[int | None], **kwargs: Any
+) -> tuple[Any, Any]:
     """Batch ``prim`` by looping over the batch with ``jax.lax.scan``.
 
     Correct for any kernel and any mix of batched / unbatched operands and batch axes;
     a hand-written rule (``def_batching_rule``) can be faster.
 
     Args:
-        prim: The primitive being batched.
+        prim: The primitive: a JAX ``Primitive``, an ``XLACustomKernel`` (its
+            primitive is bound) or any callable taking ``(*args, **kwargs)``.
         args: Operands; batched ones carry their batch axis at ``axes[i]``.
         axes: Batch axis per operand, ``None`` for unbatched operands.
         **kwargs: The primitive's parameters, passed through unchanged.
 
     Returns:
-        The batched outputs and their batch axes (always 0).
+        ``(outs, out_dims)``: ``out_dims`` has the structure of ``outs`` (a list for
+        a multiple-result primitive, one value for a single-result one), every leaf
+        ``0``, or ``None`` when no operand was batched.
 
     Example:
-        >>> import polykernel as pk
-        >>> callable(pk.general_batching_rule)
-        True
+        >>> import functools, jax, jax.numpy as jnp, polykernel as pk
+        >>> op = pk.XLACustomKernel("doc.batching")
+        >>> op.def_kernel("jax_raw", "cpu", lambda outs, **kw: lambda x: 2 * x)
+        >>> op.def_batching_rule(functools.partial(pk.general_batching_rule, op))
+        >>> spec = jax.ShapeDtypeStruct((2,), jnp.float32)
+        >>> jax.vmap(lambda x: op(x, outs=spec))(jnp.ones((3, 2))).shape
+        (3, 2)
     """
+    bind = _binder(prim)
+    if len(args) != len(axes):
+        raise KernelRegistrationError(
+            f"general_batching_rule: got {len(args)} operand(s) but {len(axes)} batch "
+            f"axes; pass one axis (or None) per operand."
+        )
     batched = [i for i, ax in enumerate(axes) if ax is not None]
     if not batched:
-        outs = prim.bind(*args, **kwargs)
-        return outs, [None] * len(outs)
+        outs = bind(*args, **kwargs)
+        return outs, jax.tree.map(lambda _: None, outs)
     moved = list(args)
     for i in batched:
-        moved[i] = jnp.moveaxis(args[i], axes[i], 0)
+        if axes[i] != 0:
+            moved[i] = jnp.moveaxis(args[i], axes[i], 0)
 
     def step(carry: None, slices: list[Any]) -> tuple[None, Any]:
         operands = list(moved)
         for i, piece in zip(batched, slices, strict=True):
             operands[i] = piece
-        return carry, prim.bind(*operands, **kwargs)
+        return carry, bind(*operands, **kwargs)
 
     _, outs = jax.lax.scan(step, None, [moved[i] for i in batched])
-    return outs, [0] * len(outs)
+    return outs, jax.tree.map(lambda _: 0, outs)
 
 
 def defjvp(primitive: Any, *jvp_rules: Callable[..., Any] | None) -> None:
-    """Define a JVP from one tangent rule per input of a multiple-result primitive.
+    """Define a JVP from one tangent rule per input of a primitive.
 
     Each rule is called as ``rule(tangent, *primals, **params)`` and returns the
-    tangent contribution of that input to every output: a list with one entry per
-    output (``None`` for "no contribution"), or a bare array when there is a single
-    output. ``None`` in place of a rule means the input never contributes. Contributions
-    from several inputs are summed.
+    tangent contribution of that input: for a multiple-result primitive a list with
+    one entry per output (``None`` for "no contribution"; a bare array is accepted
+    when there is a single output), for a single-result primitive one array.
+    ``None`` in place of a rule means the input never contributes. Contributions
+    from several inputs are summed. The rule count must equal the input count; a
+    mismatch is reported when the JVP first runs.
 
     Args:
         primitive: A JAX ``Primitive`` or an ``XLACustomKernel``.
         *jvp_rules: One rule (or ``None``) per primitive input.
+
+    Raises:
+        KernelTypeError: ``primitive`` is neither, or a rule is not callable.
 
     Example:
         >>> import polykernel as pk
@@ -81,6 +119,17 @@ def defjvp(primitive: Any, *jvp_rules: Callable[..., Any] | None) -> None:
         >>> pk.defjvp(op, lambda t, x, **kw: [2 * t])
     """
     prim = getattr(primitive, "primitive", primitive)
+    if not isinstance(prim, Primitive):
+        raise KernelTypeError(
+            f"defjvp: expected a JAX Primitive or an XLACustomKernel, got "
+            f"{type(primitive).__name__}: {primitive!r}."
+        )
+    for index, rule in enumerate(jvp_rules):
+        if rule is not None and not callable(rule):
+            raise KernelTypeError(
+                f"defjvp for '{prim.name}': rule {index} must be callable or None "
+                f"(got {type(rule).__name__}: {rule!r})."
+            )
     set_jvp_rule(prim, functools.partial(_jvp, prim, tuple(jvp_rules)))
 
 
@@ -90,7 +139,7 @@ def _jvp(
     primals: Sequence[Any],
     tangents: Sequence[Any],
     **params: Any,
-) -> tuple[Any, list[Any]]:
+) -> tuple[Any, Any]:
     if len(rules) != len(primals):
         raise KernelRegistrationError(
             f"JVP of '{prim.name}': {len(rules)} JVP rule(s) were given but the "
@@ -98,26 +147,45 @@ def _jvp(
             f"(or None) per input to def_jvp_rule2 / defjvp."
         )
     primals_out = prim.bind(*primals, **params)
-    out_avals = [ShapedArray(o.shape, o.dtype) for o in params["outs"]]
-    totals: list[Any] = [None] * len(primals_out)
+    multiple = prim.multiple_results
+    outs = list(primals_out) if multiple else [primals_out]
+    totals: list[Any] = [None] * len(outs)
     for index, (rule, tangent) in enumerate(zip(rules, tangents, strict=True)):
         if rule is None or type(tangent) is Zero:
             continue
-        contribution = rule(tangent, *primals, **params)
-        if not isinstance(contribution, (list, tuple)):
-            contribution = [contribution]
-        if len(contribution) != len(primals_out):
-            raise KernelRegistrationError(
-                f"JVP of '{prim.name}': the rule for input {index} returned "
-                f"{len(contribution)} tangent(s), expected {len(primals_out)} (one per "
-                f"output; use None for outputs it does not affect)."
-            )
+        contribution = _as_contributions(
+            prim, index, rule(tangent, *primals, **params), len(outs), multiple
+        )
         for k, piece in enumerate(contribution):
             if piece is None or type(piece) is Zero:
                 continue
             totals[k] = piece if totals[k] is None else totals[k] + piece
+    # Output avals come from the bound outputs, so a plain Primitive (whose params
+    # have no `outs`) works exactly like an XLACustomKernel.
     tangents_out = [
-        zero_tangent(aval) if total is None else total
-        for total, aval in zip(totals, out_avals, strict=True)
+        zero_tangent(aval_of(out)) if total is None else total
+        for total, out in zip(totals, outs, strict=True)
     ]
-    return primals_out, tangents_out
+    return primals_out, (tangents_out if multiple else tangents_out[0])
+
+
+def _as_contributions(
+    prim: Primitive, index: int, result: Any, n_outs: int, multiple: bool
+) -> Sequence[Any]:
+    if not multiple:
+        return [result]
+    if not isinstance(result, (list, tuple)):
+        if n_outs != 1:
+            raise KernelTypeError(
+                f"JVP of '{prim.name}': the rule for input {index} returned "
+                f"{type(result).__name__}, expected a list of {n_outs} tangents (one "
+                f"per output; use None for outputs it does not affect)."
+            )
+        return [result]
+    if len(result) != n_outs:
+        raise KernelRegistrationError(
+            f"JVP of '{prim.name}': the rule for input {index} returned "
+            f"{len(result)} tangent(s), expected {n_outs} (one per "
+            f"output; use None for outputs it does not affect)."
+        )
+    return result

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .config import config_dir, ensure_private_dir
-from .errors import PolykernelWarning
+from .errors import KernelTypeError, PolykernelWarning
 
 __all__ = [
     "clear_defaults",
@@ -131,7 +131,7 @@ def _write(data: Mapping[str, Mapping[str, str]]) -> Path:
 
 def _check_mapping(mapping: Mapping[str, Mapping[str, str]]) -> None:
     if not isinstance(mapping, Mapping):
-        raise TypeError(
+        raise KernelTypeError(
             "polykernel.tuned_defaults.save_defaults: expected a mapping "
             "{primitive: {platform: backend}}, got "
             f"{type(mapping).__name__}."
@@ -142,7 +142,7 @@ def _check_mapping(mapping: Mapping[str, Mapping[str, str]]) -> None:
             isinstance(p, str) and isinstance(b, str) for p, b in per_platform.items()
         )
         if not ok:
-            raise TypeError(
+            raise KernelTypeError(
                 "polykernel.tuned_defaults.save_defaults: entry "
                 f"{name!r}: {per_platform!r} is not {{platform: backend}} with "
                 "string keys and values, e.g. {'mylib.op': {'cpu': 'numba'}}."

@@ -30,6 +30,7 @@ from ..errors import (
     KernelCompilationError,
     KernelExecutionError,
     KernelRegistrationError,
+    KernelTypeError,
 )
 from ..ffi import abi
 from ..ffi.naming import kernel_fingerprint, target_name
@@ -112,7 +113,7 @@ def _normalize_outs(name: str, outs: Any) -> tuple[tuple[Any, ...], bool]:
     specs = []
     for i, out in enumerate(items):
         if not (hasattr(out, "shape") and hasattr(out, "dtype")):
-            raise KernelRegistrationError(
+            raise KernelTypeError(
                 f"numba_kernel '{name}': outs[{i}] must have .shape and .dtype "
                 f"(e.g. jax.ShapeDtypeStruct), got {out!r}."
             )
@@ -149,7 +150,7 @@ class NumbaKernel:
 
         self.name = _kernel_name(kernel)
         if not isinstance(kernel, CPUDispatcher):
-            raise KernelRegistrationError(
+            raise KernelTypeError(
                 f"numba_kernel: expected a @numba.njit function, got "
                 f"{type(kernel).__name__} '{self.name}'. Decorate the kernel with "
                 f"@numba.njit (CUDA kernels go to numba_cuda_kernel)."

@@ -26,8 +26,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import KernelRegistrationError
+from ..errors import KernelRegistrationError, KernelTypeError
 from ..ffi.abi import DTYPE_CODES
+from .tokens import normalize_tokens
 
 __all__ = [
     "ATTR_TYPES",
@@ -143,7 +144,7 @@ class FunctionSpec:
 def check_module_name(name: object) -> str:
     """Check a module name: dotted C identifiers (it becomes part of target names)."""
     if not isinstance(name, str) or not _MODULE_NAME.match(name):
-        raise KernelRegistrationError(
+        raise (KernelRegistrationError if isinstance(name, str) else KernelTypeError)(
             f"polykernel.native: module name {name!r} is not valid; expected C "
             "identifiers joined by dots, e.g. 'my_kernels' or 'mylib.ops'."
         )
@@ -205,7 +206,7 @@ def resolve_specs(
         else:
             if isinstance(tokens, str):
                 tokens = [tokens]
-            params = _parse_tokens(where, list(tokens), signature)
+            params = _parse_tokens(where, normalize_tokens(tokens), signature)
         spec = FunctionSpec(fname, params)
         _check_spec(where, spec, platform)
         specs.append(spec)
@@ -224,7 +225,7 @@ def _parse_tokens(
     params = []
     for i, tok in enumerate(tokens):
         if not isinstance(tok, str):
-            raise KernelRegistrationError(f"{where}: token {tok!r} is not a string.")
+            raise KernelTypeError(f"{where}: token {tok!r} is not a string.")
         tok = tok.strip()
         if tok == "stream":
             params.append(Param("stream"))

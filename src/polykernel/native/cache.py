@@ -15,7 +15,8 @@ A key is the SHA-256 over named parts; the digest of every part is logged at DEB
 ``meta.json`` is written last, with ``os.replace``: an entry without it, or whose
 library does not match the recorded checksum, is a miss and is rebuilt.
 
-``info``, ``clear`` and ``prune`` act on the *whole* cache root (every backend).
+``info``, ``clear`` and ``prune`` act on the *whole* cache root (every backend);
+``clear_cache`` (the reference API's) removes compiled native modules only.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from .. import config
-from ..errors import CacheError
+from ..errors import CacheError, KernelTypeError
 
 __all__ = [
     "atomic_write",
     "build_lock",
     "clear",
+    "clear_cache",
     "compute_key",
     "ensure_dir",
     "entry_dir",
@@ -280,3 +282,43 @@ def prune(max_bytes: int) -> int:
                     p.unlink()
         freed += size
     return freed
+
+
+def clear_cache(name: str | None = None) -> int:
+    """Delete compiled native modules: every one, or those built for module ``name``.
+
+    Numba handlers and other files of the cache root are kept (``polykernel cache
+    clear`` removes everything). Modules already loaded in a process keep working.
+
+    Returns:
+        The number of compiled modules removed.
+
+    Raises:
+        KernelTypeError: ``name`` is neither a string nor None.
+
+    Example:
+        >>> clear_cache("no_such_module")
+        0
+    """
+    if name is not None and not isinstance(name, str):
+        raise KernelTypeError(
+            f"polykernel.clear_cache: name must be a module name (str) or None, got "
+            f"{type(name).__name__}: {name!r}."
+        )
+    native = native_root()
+    if not native.is_dir():
+        return 0
+    removed = 0
+    for entry in native.iterdir():
+        if entry.name in _RESERVED or entry.is_symlink() or not entry.is_dir():
+            continue
+        if name is not None:
+            try:
+                built_for = json.loads((entry / "meta.json").read_text()).get("name")
+            except (OSError, ValueError, AttributeError):
+                continue  # unreadable entry: not provably this module's
+            if built_for != name:
+                continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed += not entry.exists()
+    return removed

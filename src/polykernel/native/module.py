@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import KernelCallError
 from .argspec import FunctionSpec
+from .compiled import CompiledModule
 
 __all__ = ["NativeFunction", "NativeModule"]
 
@@ -121,7 +122,7 @@ def _np_dtype(name: str) -> np.dtype:
     return np.dtype(name)
 
 
-class NativeModule:
+class NativeModule(CompiledModule):
     """A compiled, registered native module; each function is an attribute.
 
     Attributes:

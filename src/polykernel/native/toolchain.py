@@ -23,7 +23,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import ToolchainError
+from ..errors import (
+    GpuArchDetectionError,
+    HostCompilerNotFoundError,
+    NvccNotFoundError,
+    ToolchainError,
+    UnsupportedArchError,
+)
+from ..preferences import pinned_cuda_arches
 
 __all__ = ["cuda_arches", "find_host_compiler", "find_nvcc", "fingerprint"]
 
@@ -52,7 +59,7 @@ def find_host_compiler(explicit: str | None = None) -> str:
         found = shutil.which(name)
         if found:
             return os.path.abspath(found)
-    raise ToolchainError(
+    raise HostCompilerNotFoundError(
         f"polykernel.native: no C++ compiler found (tried {', '.join(candidates)}). "
         "Install g++ or clang++, or set CXX / CompileOptions(compiler=...) to one."
     )
@@ -73,7 +80,7 @@ def find_nvcc(explicit: str | None = None) -> str:
         found = shutil.which(name)
         if found:
             return os.path.abspath(found)
-    raise ToolchainError(
+    raise NvccNotFoundError(
         f"polykernel.native: nvcc not found (tried {', '.join(candidates)}). Install "
         "the CUDA toolkit and put nvcc on PATH, or set POLYKERNEL_NVCC / CUDA_HOME."
     )
@@ -148,7 +155,7 @@ def normalize_arch(arch: object) -> str:
     if re.fullmatch(r"\d+\.\d+", text):
         text = text.replace(".", "")
     if not re.fullmatch(r"\d{2,3}[af]?", text):
-        raise ToolchainError(
+        raise UnsupportedArchError(
             f"polykernel.native: CUDA architecture {arch!r} is not understood; "
             "expected e.g. 'sm_80', '80' or '8.0'."
         )
@@ -156,19 +163,23 @@ def normalize_arch(arch: object) -> str:
 
 
 def cuda_arches(explicit: tuple[str, ...] | None) -> tuple[str, ...]:
-    """Target architectures: explicit list, then ``$POLYKERNEL_CUDA_ARCH``, then GPU.
+    """Target architectures: explicit, pinned, ``$POLYKERNEL_CUDA_ARCH``, then GPUs.
+
+    The pin is ``polykernel.config.set_compute_capability``.
 
     Raises:
-        ToolchainError: no architecture given and no GPU to detect one from.
+        GpuArchDetectionError: no architecture given and no GPU to detect one from.
     """
     if explicit:
         return tuple(normalize_arch(a) for a in explicit)
+    if pinned := pinned_cuda_arches():  # polykernel.config.set_compute_capability
+        return pinned
     env = os.environ.get(ARCH_ENV, "").strip()
     if env:
         return tuple(normalize_arch(a) for a in env.split(",") if a.strip())
     detected = _detect_gpu_arches()
     if not detected:
-        raise ToolchainError(
+        raise GpuArchDetectionError(
             "polykernel.native: no CUDA GPU is visible (nvidia-smi found none), so the "
             f"target architecture cannot be detected; {_ARCH_HELP}."
         )
