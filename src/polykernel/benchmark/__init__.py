@@ -8,18 +8,21 @@ from .config import BenchmarkConfig
 from .progress import Progress
 from .record import BenchmarkRecord, TimingStats, compute_stats
 from .result import BenchmarkResult, Mismatch
-from .runner import run_benchmark
-from .timing import benchmark_function, time_function
+from .runner import BenchmarkPlan, plan_benchmark, run_benchmark
+from .timing import FunctionTiming, benchmark_function, time_function
 
 __all__ = [
     "BenchmarkConfig",
+    "BenchmarkPlan",
     "BenchmarkRecord",
     "BenchmarkResult",
+    "FunctionTiming",
     "Mismatch",
     "Progress",
     "TimingStats",
     "benchmark_function",
     "compute_stats",
+    "plan_benchmark",
     "run_benchmark",
     "time_function",
 ]
