@@ -262,7 +262,10 @@ class BenchmarkResult:
                 f"{where}: '{path}' holds a {type(obj).__name__}, not a "
                 "BenchmarkResult."
             )
-        _checked(obj.__dict__.get("_records", ()), f"{where}: '{path}'")
+        try:
+            _checked(obj.__dict__.get("_records", ()), f"{where}: '{path}'")
+        except TypeError as err:  # a damaged file is a bad value, not a bad call
+            raise ValueError(str(err)) from err
         return obj
 
     def plot(
