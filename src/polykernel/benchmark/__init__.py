@@ -2,6 +2,10 @@
 
 ``XLACustomKernel.benchmark(platform=...)`` is the usual entry point; it returns a
 :class:`BenchmarkResult`. Nothing here imports matplotlib until a plot is drawn.
+
+Imports point one way: ``result`` (the class) sits on top of ``table``/``layouts``
+(text), ``io`` (files), ``plot``/``chart`` (figures) and ``ranking`` (winners), which
+all take records and a name; ``runner`` builds results on top of them all.
 """
 
 from .config import BenchmarkConfig
