@@ -306,6 +306,10 @@ def test_keyword_and_column_errors(result):
         r"columns: \['platform', 'backend', 'transpose', 'nnz', 'label'",
     ):
         result.print(sort_by="median")
+    with pytest.raises(ValueError, match=r"^BenchmarkResult.table: sort_by names 'x'"):
+        result.table(sort_by="x")
+    with pytest.raises(ValueError, match=r"^BenchmarkResult.print: compare_by: the"):
+        result.print(compare_by="x == 1")
     with pytest.raises(ValueError, match=r"order_by names 'shape'"):
         result.print(order_by=["shape", "backend"])
     with pytest.raises(

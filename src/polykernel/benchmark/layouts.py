@@ -53,11 +53,11 @@ def _speedups(rows, column, is_base, group_of, anchor_single=False) -> None:
         row.values[column] = base.time / row.time if ok else None
 
 
-def _check_baseline(rows: list[Row], leaf: str, name: str) -> None:
+def _check_baseline(rows: list[Row], leaf: str, name: str, where: str) -> None:
     values = list(dict.fromkeys(str(r.values.get(leaf)) for r in rows))
     if name not in values:
         raise ValueError(
-            f"BenchmarkResult.print: speedup_vs={name!r} is not a value of the "
+            f"{where}: speedup_vs={name!r} is not a value of the "
             f"{leaf!r} column (values: {values})."
         )
 
@@ -111,7 +111,7 @@ def _config_group(columns: Sequence[str]) -> Callable[[Row], tuple]:
 
 def _flat(title, columns, rows, opts: PrintOptions) -> list[str]:
     if opts.speedup_vs is not None:
-        _check_baseline(rows, "backend", opts.speedup_vs)
+        _check_baseline(rows, "backend", opts.speedup_vs, opts.where)
         columns = [*columns, f"vs_{opts.speedup_vs}"]
         base = lambda r: r.values.get("backend") == opts.speedup_vs  # noqa: E731
         _speedups(rows, columns[-1], base, _config_group(columns))
@@ -130,7 +130,7 @@ def _grouped(title, columns, rows, opts, fixed, outer, leaf) -> list[str]:
     rows = sorted(rows, key=lambda r: _key(r, ordered))
     sub = lambda r: _key(r, fixed + outer)  # noqa: E731
     if opts.speedup_vs is not None:
-        _check_baseline(rows, leaf, opts.speedup_vs)
+        _check_baseline(rows, leaf, opts.speedup_vs, opts.where)
         columns.append(f"vs_{opts.speedup_vs}")
         base = lambda r: str(r.values.get(leaf)) == opts.speedup_vs  # noqa: E731
         _speedups(rows, columns[-1], base, sub)
@@ -147,14 +147,14 @@ def _grouped(title, columns, rows, opts, fixed, outer, leaf) -> list[str]:
     return _render(title, columns, rows, marked, blank, split)
 
 
-def _compare(rows: list[Row], columns: list[str], compare_by: Any) -> None:
-    keep = compare_by
+def _compare(rows: list[Row], columns: list[str], opts: PrintOptions) -> None:
+    compare_by = keep = opts.compare_by
     if isinstance(keep, str):
-        keep = compile_filter(keep, columns, "BenchmarkResult.print: compare_by")
+        keep = compile_filter(keep, columns, f"{opts.where}: compare_by")
     chosen = {id(r) for r in rows if keep(dict(r.values))}
     if not chosen:
         raise ValueError(
-            f"BenchmarkResult.print: compare_by={compare_by!r} selects no row of this "
+            f"{opts.where}: compare_by={compare_by!r} selects no row of this "
             "result, so there is no baseline; check the column values (print the "
             "result without compare_by first)."
         )
@@ -192,7 +192,7 @@ def format_rows(records: Sequence[Any], name: str, opts: PrintOptions) -> str:
     opts.check_columns(columns)
     compared = opts.compare_by is not None
     if compared:
-        _compare(rows, columns, opts.compare_by)
+        _compare(rows, columns, opts)
         columns = [*columns, "speedup"]
     if opts.order_by:
         lines = _grouped(

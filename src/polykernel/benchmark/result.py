@@ -150,10 +150,13 @@ class BenchmarkResult:
             baseline,
             where="BenchmarkResult.table",
         )
+        return self._text(opts)
+
+    def _text(self, opts: PrintOptions) -> str:
         if opts.wants_rows:
             return format_rows(self._records, self.primitive_name, opts)
         return format_table(
-            self._records, self.primitive_name, baseline, bool(highlight_best)
+            self._records, self.primitive_name, opts.baseline, bool(opts.highlight_best)
         )
 
     def print(
@@ -202,18 +205,18 @@ class BenchmarkResult:
             ... # doctest: +SKIP
         """
         reject_unknown("BenchmarkResult.print", unknown)
-        print(
-            self.table(
-                sort_by,
-                group_by,
-                compare_by,
-                highlight_best,
-                order_by,
-                speedup_vs,
-                vary_by,
-                baseline=baseline,
-            )
+        opts = PrintOptions(
+            sort_by,
+            group_by,
+            compare_by,
+            highlight_best,
+            order_by,
+            speedup_vs,
+            vary_by,
+            baseline,
+            where="BenchmarkResult.print",
         )
+        print(self._text(opts))
 
     # -- files -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
