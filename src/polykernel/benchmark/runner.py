@@ -102,17 +102,19 @@ def _run_one(kernel, cfg, backend, args, common) -> tuple[BenchmarkRecord, Any]:
 
 
 def _check_ready(kernel: Any) -> None:
+    # The data function is checked first: when both are missing the reference
+    # raises ValueError, and BenchmarkDataFnNotProvidedError is a ValueError too.
     name = kernel.name
-    if kernel.call_function is None:
-        raise ValueError(
-            f"XLACustomKernel '{name}'.benchmark: no call function. Register the "
-            "user-facing wrapper with def_call(fn); it must accept backend=."
-        )
     if kernel.benchmark_data_function is None:
         raise BenchmarkDataFnNotProvidedError(
             f"XLACustomKernel '{name}'.benchmark: no benchmark data function. "
             "Register one with def_benchmark_data(fn), where fn(*, platform) returns "
             "a list of BenchmarkConfig."
+        )
+    if kernel.call_function is None:
+        raise ValueError(
+            f"XLACustomKernel '{name}'.benchmark: no call function. Register the "
+            "user-facing wrapper with def_call(fn); it must accept backend=."
         )
 
 
