@@ -139,6 +139,9 @@ def test_to_dict_has_the_reference_layout_first():
             r"has format version 2; this polykernel reads version 1",
         ),
         ("{", r"is not valid JSON"),
+        pytest.param(
+            "[" * 100_000, r"is not valid JSON \(maximum recursion", id="deep-nesting"
+        ),
         ("", r"is empty; it holds no benchmark result"),
         ("  \n", r"is empty"),
     ],
@@ -236,6 +239,8 @@ def test_pickle_round_trip_and_damage(tmp_path):
     (tmp_path / "broken.pkl").write_bytes(pickle.dumps(broken))
     with pytest.raises(ValueError, match=r"'.*broken.pkl': record 1 is a int \(7\)"):
         BenchmarkResult.load(tmp_path / "broken.pkl")
+    with pytest.raises(ValueError, match=r"'.*r.bin' is not a UTF-8 text file"):
+        BenchmarkResult.load(tmp_path / "r.bin")  # pickled, but read as JSON
     (tmp_path / "empty.pkl").write_bytes(b"")
     with pytest.raises(ValueError, match=r"'.*empty.pkl' is empty"):
         BenchmarkResult.load(tmp_path / "empty.pkl")

@@ -122,7 +122,14 @@ def _read(path: Path, where: str, binary: bool = False) -> Any:
         raise FileNotFoundError(
             f"{where}: '{path}' {what}. Pass the path BenchmarkResult.save wrote."
         )
-    data = path.read_bytes() if binary else path.read_text(encoding="utf-8")
+    try:
+        data = path.read_bytes() if binary else path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{where}: '{path}' is not a UTF-8 text file ({err.reason} at byte "
+            f"{err.start}); a .pkl file is read as pickle, other suffixes as JSON "
+            "unless format= says otherwise."
+        ) from err
     empty = not data if binary else not data.strip()
     if empty:
         raise ValueError(f"{where}: '{path}' is empty; it holds no benchmark result.")
@@ -142,7 +149,7 @@ def load_pickle(path: Path, where: str) -> Any:
 def _from_json(text: str, path: Path, where: str) -> tuple[list, str]:
     try:
         data = json.loads(text)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:  # RecursionError: absurd nesting
         raise ValueError(f"{where}: '{path}' is not valid JSON ({err}).") from err
     if not isinstance(data, dict) or data.get("format", FORMAT_TAG) != FORMAT_TAG:
         raise ValueError(

@@ -212,6 +212,27 @@ def _check_plan(plan: BenchmarkPlan, kernel: Any, platform: str, backends) -> No
         )
 
 
+def _run_config(plan, cfg, device, common, catch_errors, verbose, progress):
+    """Every backend of ``plan`` on one config: its records and outputs."""
+    name = plan.kernel.name
+    args = cfg.put_args(device).args
+    records, outputs = [], {}
+    for backend in plan.backends:
+        if progress is not None:
+            progress.advance(name, cfg.name, backend)
+        rec, outputs[backend] = _measure(
+            plan.kernel, cfg, backend, args, common, catch_errors
+        )
+        rec.platform, rec.primitive = plan.platform, name
+        rec.kernel_kwargs = dict(cfg.kernel_kwargs)
+        rec.data_kwargs = dict(cfg.data_kwargs)
+        rec.n_batch_per_run = common["n_batch_per_run"]
+        records.append(rec)
+        if verbose:
+            print(_verbose_line(name, rec), file=sys.stdout, flush=True)
+    return records, outputs
+
+
 def run_benchmark(
     kernel: Any,
     *,
@@ -262,21 +283,9 @@ def run_benchmark(
     common["n_batch_per_run"] = n_batch_per_run
     records: list[BenchmarkRecord] = []
     for cfg in plan.configs:
-        args = cfg.put_args(device).args
-        cfg_records, outputs = [], {}
-        for backend in plan.backends:
-            if progress is not None:
-                progress.advance(name, cfg.name, backend)
-            rec, outputs[backend] = _measure(
-                kernel, cfg, backend, args, common, catch_errors
-            )
-            rec.platform, rec.primitive = platform, name
-            rec.kernel_kwargs = dict(cfg.kernel_kwargs)
-            rec.data_kwargs = dict(cfg.data_kwargs)
-            rec.n_batch_per_run = n_batch_per_run
-            cfg_records.append(rec)
-            if verbose:
-                print(_verbose_line(name, rec), file=sys.stdout, flush=True)
+        cfg_records, outputs = _run_config(
+            plan, cfg, device, common, catch_errors, verbose, progress
+        )
         if compare_results:
             _compare(cfg_records, outputs, cfg, name, rtol, atol, reference_backend)
         records.extend(cfg_records)
