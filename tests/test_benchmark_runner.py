@@ -13,7 +13,7 @@ import pytest
 import polykernel as pk
 from polykernel import registry, tuned_defaults
 from polykernel.benchmark import BenchmarkConfig, BenchmarkResult, Progress
-from polykernel.benchmark.runner import run_benchmark
+from polykernel.benchmark.runner import plan_benchmark, run_benchmark
 from polykernel.errors import (
     BenchmarkDataFnNotProvidedError,
     BenchmarkMismatchWarning,
@@ -265,3 +265,47 @@ def test_save_defaults_persists_and_kernels_pick_it_up(make_op, tmp_path, monkey
     registry.unregister(op.name)
     fresh = _op(op.name)  # same name, new process-like kernel
     assert fresh.get_default("cpu") == "numba"
+
+
+def test_plans_give_one_progress_total_for_several_primitives(make_op):
+    ops = [make_op(), make_op()]
+    plans = [plan_benchmark(op, platform="cpu") for op in ops]
+    assert [p.steps for p in plans] == [4, 4]
+    assert plans[0].backends == ("jax_raw", "numba")
+    assert [c.name for c in plans[0].configs] == ["n=8", "n=3"]
+    out = io.StringIO()
+    with Progress(out) as progress:
+        progress.add_total(sum(p.steps for p in plans))
+        for op, plan in zip(ops, plans, strict=True):
+            run_benchmark(op, platform="cpu", progress=progress, plan=plan, **FAST)
+    lines = out.getvalue().splitlines()
+    assert [line.split()[0] for line in lines] == [f"[{i}/8]" for i in range(1, 9)]
+    assert lines[4] == f"[5/8] {ops[1].name} | n=8 | jax_raw"
+
+
+def test_plan_must_match_the_run(make_op):
+    op, other = make_op(), make_op()
+    plan = plan_benchmark(op, platform="cpu", backends="numba")
+    assert plan.backends == ("numba",) and plan.steps == 2
+    result = run_benchmark(op, platform="cpu", plan=plan, backends=["numba"], **FAST)
+    assert {r.backend for r in result} == {"numba"}
+    with pytest.raises(
+        ValueError,
+        match=rf"run_benchmark of '{other.name}' on 'cpu': the plan was made for "
+        rf"'{op.name}' on 'cpu' with backends \['numba'\]",
+    ):
+        run_benchmark(other, platform="cpu", plan=plan)
+    with pytest.raises(ValueError, match=r"the plan was made for"):
+        run_benchmark(op, platform="cpu", plan=plan, backends=["jax_raw"])
+
+
+def test_failed_runs_record_nan_like_the_reference(make_op):
+    op = make_op()
+    op.def_kernel("cuda_raw", "cpu", lambda outs, **kw: 1 / 0)
+    result = op.benchmark(platform="cpu", backends=["cuda_raw"], **FAST)
+    rec = result.records[0]
+    assert not rec.success and rec.error.startswith("KernelCompilationError")
+    assert "ZeroDivisionError" in rec.error
+    assert all(np.isnan(v) for v in (rec.mean_ms, rec.std_ms, rec.min_ms))
+    assert rec.median_ms is None and result.fastest() is None
+    assert f"{rec.mean_ms:.3f}" == "nan"  # reference-style formatting keeps working

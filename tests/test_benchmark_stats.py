@@ -97,9 +97,29 @@ def test_time_function_rejects_bad_counts(kw, match):
 
 
 def test_benchmark_function_reference_tuple():
+    import jax.numpy as jnp
+
     mean, std, lo, hi, out = benchmark_function(lambda a, b: a + b, 1, 3, data=(1, 2))
     assert out == 3
-    assert lo <= mean <= hi and std >= 0
+    assert 0 <= lo <= mean <= hi and std >= 0
+    timing = benchmark_function(
+        lambda x: jnp.sin(x) * 2, 0, 4, n_batch_per_run=3, data=(jnp.ones(8),)
+    )
+    assert len(timing) == 5 and timing.mean == timing[0] and timing.std == timing[1]
+    assert timing.min <= timing.mean <= timing.max
+    assert timing.output.shape == (8,)
+
+
+def test_benchmark_function_std_is_the_population_std(monkeypatch):
+    from polykernel.benchmark import timing
+
+    ticks = iter([0.0, 1.0, 10.0, 11.0, 20.0, 23.0])  # compile, then 1 s and 3 s
+    # benchmark_function keeps the reference's signature (no clock argument), so
+    # the fake clock goes in as time_function's default.
+    defaults = timing.time_function.__kwdefaults__
+    monkeypatch.setitem(defaults, "clock", lambda: next(ticks))
+    mean, std, lo, hi, _ = benchmark_function(lambda: 0, 0, 2)
+    assert (mean, std, lo, hi) == (2.0, 1.0, 1.0, 3.0)  # pstdev, not stdev (1.41)
 
 
 def test_record_noise_flag_and_dict_round_trip():
@@ -128,12 +148,27 @@ def test_config_validation(kw, match):
         BenchmarkConfig(**({"name": "c"} | kw))
 
 
-def test_config_put_args_moves_arrays_only():
+def test_config_put_args_returns_a_copy_on_the_device():
     import jax
     import numpy as np
 
-    cfg = BenchmarkConfig("c", [np.ones(3, np.float32), 2.5, None])
+    cfg = BenchmarkConfig(
+        "c", [np.ones(3, np.float32), 2.5, None], {"k": 1}, {"d": 2}, work=(12, "B")
+    )
     assert isinstance(cfg.args, tuple)
-    x, s, n = cfg.put_args(jax.devices("cpu")[0])
-    assert isinstance(x, jax.Array) and s == 2.5 and n is None
+    moved = cfg.put_args(jax.devices("cpu")[0])
+    assert isinstance(moved, BenchmarkConfig) and moved is not cfg
+    x, s, n = moved.args
+    assert isinstance(x, jax.Array) and x.devices() == {jax.devices("cpu")[0]}
+    assert s == 2.5 and n is None
+    assert isinstance(cfg.args[0], np.ndarray)  # the original is untouched
+    assert (moved.name, moved.kernel_kwargs, moved.data_kwargs, moved.work) == (
+        "c",
+        {"k": 1},
+        {"d": 2},
+        (12, "B"),
+    )
+    assert isinstance(
+        BenchmarkConfig("d", (np.zeros(2),)).put_args().args[0], jax.Array
+    )
     assert cfg.label == "c"

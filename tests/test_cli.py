@@ -163,6 +163,28 @@ def test_benchmark_mismatch_reported_and_strict_fails(env):
     )
 
 
+def test_benchmark_progress_counts_against_the_whole_run(env):
+    out = pk(
+        env,
+        "benchmark",
+        "--no-catalog",
+        "-m",
+        "cli_prims",
+        "--n-warmup",
+        "0",
+        "--n-runs",
+        "2",
+    )
+    assert out.returncode == 0, out.stderr
+    steps = [line.split()[0] for line in out.stderr.splitlines() if line[:1] == "["]
+    # Two benchmarkable primitives x one config x two backends: one total of 4.
+    assert steps == ["[1/4]", "[2/4]", "[3/4]", "[4/4]"]
+    assert (
+        "skipping clitest.nodata (needs def_call and def_benchmark_data)" in out.stderr
+    )
+    assert "2 primitives, 4 runs" in out.stdout
+
+
 def test_benchmark_without_primitives_and_bad_module(env):
     none = pk(env, "benchmark", "--no-catalog")
     assert none.returncode == 1

@@ -27,3 +27,7 @@ def test_demo_prints_tables_and_writes_json_and_png(tmp_path, run_env):
     records = json.loads((out / "results.json").read_text())
     assert records
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # One progress total for the whole run, counted up to its end.
+    steps = [line.split()[0] for line in proc.stderr.splitlines() if line[:1] == "["]
+    total = len(records["records"])
+    assert steps == [f"[{i}/{total}]" for i in range(1, total + 1)]

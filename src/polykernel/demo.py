@@ -14,19 +14,26 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .benchmark import BenchmarkResult, Progress, run_benchmark, time_function
+from .benchmark import (
+    BenchmarkConfig,
+    BenchmarkResult,
+    Progress,
+    plan_benchmark,
+    run_benchmark,
+    time_function,
+)
 
 
-def _scipy_side_by_side(n_warmup: int, n_runs: int) -> list[tuple[str, float]]:
+def _scipy_side_by_side(
+    configs: Sequence[BenchmarkConfig], n_warmup: int, n_runs: int
+) -> list[tuple[str, float]]:
     """Median ms of ``scipy.sparse`` on the csrmv benchmark configs (same data)."""
     try:
         import scipy.sparse as sp
     except ImportError:
         return []
-    from .catalog import csrmv_p
-
     rows = []
-    for cfg in csrmv_p.benchmark_data_function(platform="cpu"):
+    for cfg in configs:
         data, indices, indptr, v = cfg.args
         matrix = sp.csr_matrix(
             (data, indices, indptr), shape=cfg.kernel_kwargs["shape"]
@@ -63,27 +70,32 @@ def run(output: Path, n_warmup: int, n_runs: int) -> int:
     """Benchmark the catalog, print the tables and write the files; return exit code."""
     from . import catalog
 
+    # Every plan first: the progress counter then runs against the whole total.
+    plans = {p.name: plan_benchmark(p, platform="cpu") for p in catalog.PRIMITIVES}
     results: dict[str, BenchmarkResult] = {}
     with Progress(stream=sys.stderr) as progress:
-        for prim in catalog.PRIMITIVES:
-            results[prim.name] = run_benchmark(
-                prim,
+        progress.add_total(sum(plan.steps for plan in plans.values()))
+        for name, plan in plans.items():
+            results[name] = run_benchmark(
+                plan.kernel,
                 platform="cpu",
                 n_warmup=n_warmup,
                 n_runs=n_runs,
                 progress=progress,
+                plan=plan,
             )
     combined = BenchmarkResult.combine(results.values())
     for result in results.values():
         print(f"\n== {result.primitive_name} ==")
         print(result.table(baseline="jax_raw"))
-    scipy_rows = _scipy_side_by_side(n_warmup, n_runs)
+    csrmv = catalog.csrmv_p.name
+    scipy_rows = _scipy_side_by_side(plans[csrmv].configs, n_warmup, n_runs)
     if scipy_rows:
         print()
-        print(_scipy_report(results[catalog.csrmv_p.name], scipy_rows))
+        print(_scipy_report(results[csrmv], scipy_rows))
     output.mkdir(parents=True, exist_ok=True)
     json_path = combined.save(output / "results.json")
-    png_path = combined.plot(output / "results.png")
+    png_path = combined.plot(output / "results.png", y="median_ms")
     print(f"\nwrote {json_path} and {png_path}")
     problems = combined.mismatches + combined.failures
     for problem in problems:

@@ -1,8 +1,11 @@
-"""Save and load a ``BenchmarkResult`` as JSON or CSV (format from the suffix).
+"""Results on disk: JSON, CSV or pickle, written atomically, read with checks.
 
-Keyword-argument dicts are stored as JSON; values JSON cannot hold (dtypes, shapes
-of odd types) are stored as their ``str``. Pickle is deliberately not offered: a
-results file should be safe to open from anyone.
+Functions take and return records plus the primitive name, never a
+``BenchmarkResult``, so this module sits below the result class. JSON keeps the
+reference's layout (``primitive_name``, ``records`` with its eleven fields first)
+plus our fields and a format tag; files without the tag (the reference's) load too.
+Pickle is offered because the reference offers it: unpickling runs code stored in
+the file, so only load pickle files from a trusted source.
 """
 
 from __future__ import annotations
@@ -11,21 +14,34 @@ import csv
 import io
 import json
 import os
+import pickle
 import tempfile
-from dataclasses import fields
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .record import BenchmarkRecord
+from .recordio import (
+    CSV_COLUMNS,
+    REQUIRED,
+    record_from_csv_row,
+    record_from_json,
+    record_to_csv,
+)
 
-if TYPE_CHECKING:
-    from .result import BenchmarkResult
-
-__all__ = ["load_result", "result_to_dict", "save_result"]
+__all__ = [
+    "FORMATS",
+    "load_pickle",
+    "load_records",
+    "records_to_dict",
+    "resolve_format",
+    "save_pickle",
+    "save_records",
+]
 
 FORMAT_TAG = "polykernel.benchmark"
 FORMAT_VERSION = 1
-_FORMATS = ("json", "csv")
+FORMATS = ("json", "csv", "pkl")
 
 
 def _jsonable(value: Any) -> Any:
@@ -39,39 +55,39 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def result_to_dict(result: BenchmarkResult) -> dict[str, Any]:
-    """Return ``result`` as a JSON-ready dict."""
-    records = [r.to_dict() for r in result.records]
-    return json.loads(
-        json.dumps(
-            {
-                "format": FORMAT_TAG,
-                "version": FORMAT_VERSION,
-                "primitive_name": result.primitive_name,
-                "records": records,
-            },
-            default=_jsonable,
-        )
-    )
+def records_to_dict(records: Sequence[BenchmarkRecord], name: str) -> dict[str, Any]:
+    """The JSON-ready dict of a result: the reference's keys first, then ours.
+
+    Keyword values JSON cannot hold become lists (tuples) or their ``str``.
+    """
+    data = {
+        "primitive_name": name,
+        "records": [r.to_dict() for r in records],
+        "format": FORMAT_TAG,
+        "version": FORMAT_VERSION,
+    }
+    return json.loads(json.dumps(data, default=_jsonable))
 
 
-def _format(path: Path, format: str | None) -> str:
-    fmt = (format or path.suffix.lstrip(".")).lower()
-    if fmt not in _FORMATS:
+def resolve_format(path: Path, format: str | None, where: str) -> str:
+    """``format`` if given (checked), else from the suffix; JSON when it says none."""
+    if format is None:
+        suffix = path.suffix.lower().lstrip(".")
+        return suffix if suffix in FORMATS else "json"
+    if not isinstance(format, str) or format.lower() not in FORMATS:
         raise ValueError(
-            f"BenchmarkResult: cannot tell the file format of '{path}' "
-            f"(got {fmt or 'no suffix'!r}); use a .json or .csv suffix or pass "
-            "format='json' or 'csv'."
+            f"{where}: unsupported format {format!r} for '{path}'; choose one of "
+            f"{', '.join(repr(f) for f in FORMATS)}."
         )
-    return fmt
+    return format.lower()
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, payload: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -79,98 +95,111 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def _to_csv(data: dict[str, Any]) -> str:
-    names = [f.name for f in fields(BenchmarkRecord)]
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    for rec in data["records"]:
-        row = {}
-        for k in names:
-            v = rec.get(k)
-            row[k] = json.dumps(v) if isinstance(v, dict | bool) else v
-            row[k] = "" if v is None else row[k]
-        writer.writerow(row)
+    writer.writerows(record_to_csv(rec) for rec in data["records"])
     return buf.getvalue()
 
 
-def save_result(
-    result: BenchmarkResult, path: str | Path, format: str | None = None
-) -> Path:
-    """Write ``result`` to ``path`` (atomically) and return the path.
-
-    Raises:
-        ValueError: the format is neither JSON nor CSV.
-
-    Example:
-        >>> save_result(result, "bench.json")  # doctest: +SKIP
-    """
-    path = Path(path)
-    fmt = _format(path, format)
-    data = result_to_dict(result)
+def save_records(
+    records: Sequence[BenchmarkRecord], name: str, path: Path, fmt: str
+) -> None:
+    """Write ``records`` as ``fmt`` (``'json'`` or ``'csv'``) to ``path``."""
+    data = records_to_dict(records, name)
     text = json.dumps(data, indent=2) + "\n" if fmt == "json" else _to_csv(data)
-    _atomic_write(path, text)
-    return path
+    _atomic_write(path, text.encode("utf-8"))
 
 
-def _parse_cell(text: str, annotation: str) -> Any:
-    if text == "":
-        return {} if annotation.startswith("dict") else None
-    if annotation.startswith("dict") or annotation.startswith("bool"):
-        return json.loads(text)
-    if annotation.startswith("float"):
-        return float(text)
-    if annotation.startswith("int"):
-        return int(text)
-    return text
+def save_pickle(obj: Any, path: Path) -> None:
+    """Pickle ``obj`` to ``path`` (atomically)."""
+    _atomic_write(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _from_csv(text: str, path: Path) -> list[BenchmarkRecord]:
-    kinds = {f.name: str(f.type) for f in fields(BenchmarkRecord)}
-    rows = list(csv.DictReader(io.StringIO(text, newline="")))
-    missing = {"platform", "backend", "label"} - set(rows[0] if rows else kinds)
-    if missing:
-        raise ValueError(
-            f"BenchmarkResult.load: '{path}' is not a polykernel benchmark CSV "
-            f"(missing columns {sorted(missing)})."
-        )
-    return [
-        BenchmarkRecord(
-            **{k: _parse_cell(v, kinds[k]) for k, v in row.items() if k in kinds}
-        )
-        for row in rows
-    ]
-
-
-def load_result(path: str | Path, format: str | None = None) -> BenchmarkResult:
-    """Read a result written by :func:`save_result`.
-
-    Raises:
-        ValueError: unknown format, or the file is not a polykernel result.
-
-    Example:
-        >>> BenchmarkResult.load("bench.json")  # doctest: +SKIP
-    """
-    from .result import BenchmarkResult
-
-    path = Path(path)
-    fmt = _format(path, format)
-    text = path.read_text(encoding="utf-8")
-    if fmt == "csv":
-        records = _from_csv(text, path)
-        names = {r.primitive for r in records}
-        return BenchmarkResult(
-            records, primitive_name=names.pop() if len(names) == 1 else ""
+def _read(path: Path, where: str, binary: bool = False) -> Any:
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise FileNotFoundError(
+            f"{where}: '{path}' {what}. Pass the path BenchmarkResult.save wrote."
         )
     try:
-        data = json.loads(text)
-    except ValueError as err:
+        data = path.read_bytes() if binary else path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
         raise ValueError(
-            f"BenchmarkResult.load: '{path}' is not valid JSON ({err})."
+            f"{where}: '{path}' is not a UTF-8 text file ({err.reason} at byte "
+            f"{err.start}); a .pkl file is read as pickle, other suffixes as JSON "
+            "unless format= says otherwise."
         ) from err
-    if not isinstance(data, dict) or data.get("format") != FORMAT_TAG:
+    empty = not data if binary else not data.strip()
+    if empty:
+        raise ValueError(f"{where}: '{path}' is empty; it holds no benchmark result.")
+    return data
+
+
+def load_pickle(path: Path, where: str) -> Any:
+    """Unpickle ``path``. Only for trusted files: unpickling can run code."""
+    try:
+        return pickle.loads(_read(path, where, binary=True))
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
         raise ValueError(
-            f"BenchmarkResult.load: '{path}' is not a polykernel benchmark file "
-            f"(expected a JSON object with format={FORMAT_TAG!r})."
+            f"{where}: '{path}' is not a readable pickle ({type(err).__name__}: {err})."
+        ) from err
+
+
+def _from_json(text: str, path: Path, where: str) -> tuple[list, str]:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as err:  # RecursionError: absurd nesting
+        raise ValueError(f"{where}: '{path}' is not valid JSON ({err}).") from err
+    if not isinstance(data, dict) or data.get("format", FORMAT_TAG) != FORMAT_TAG:
+        raise ValueError(
+            f"{where}: '{path}' is not a benchmark result file (expected a JSON "
+            "object with 'primitive_name' and a list of 'records')."
         )
-    records = [BenchmarkRecord.from_dict(r) for r in data.get("records", [])]
-    return BenchmarkResult(records, primitive_name=data.get("primitive_name", ""))
+    if data.get("version", FORMAT_VERSION) != FORMAT_VERSION:
+        raise ValueError(
+            f"{where}: '{path}' has format version {data['version']!r}; this "
+            f"polykernel reads version {FORMAT_VERSION}. Upgrade polykernel."
+        )
+    records = data.get("records")
+    if not isinstance(records, list):
+        raise ValueError(
+            f"{where}: '{path}', field 'records': expected a list of records, got "
+            f"{records!r} ({type(records).__name__})."
+        )
+    name = data.get("primitive_name", "")
+    if not isinstance(name, str):
+        raise ValueError(
+            f"{where}: '{path}', field 'primitive_name': expected a string, got "
+            f"{name!r}."
+        )
+    recs = [
+        record_from_json(r, f"{where}: '{path}', record {i}")
+        for i, r in enumerate(records)
+    ]
+    return recs, name
+
+
+def _from_csv(text: str, path: Path, where: str) -> tuple[list, str]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise ValueError(
+            f"{where}: '{path}' is not a benchmark result CSV (missing columns "
+            f"{missing}; found {header})."
+        )
+    records = [
+        record_from_csv_row(row, f"{where}: '{path}', line {reader.line_num}")
+        for row in reader
+    ]
+    names = {r.primitive for r in records}
+    return records, names.pop() if len(names) == 1 else ""
+
+
+def load_records(path: Path, fmt: str, where: str) -> tuple[list[BenchmarkRecord], str]:
+    """Read ``(records, primitive_name)`` from a JSON or CSV results file."""
+    text = _read(path, where)
+    if fmt == "csv":
+        return _from_csv(text, path, where)
+    return _from_json(text, path, where)

@@ -72,8 +72,12 @@ def compute_stats(times_s: Sequence[float]) -> TimingStats:
 class BenchmarkRecord:
     """One benchmark row: a config (``label``) run on one backend.
 
-    The first eleven fields keep the order of the reference API. Times are per call
-    in milliseconds and are ``None`` when the run failed.
+    The first eleven fields keep the names and order of the reference API, so a
+    record built the reference way (``mean_ms``, ``std_ms``, ``min_ms`` only) works
+    everywhere: queries rank by the median when every record has one, else by the
+    mean, and tables print ``—`` for what a record does not know. Times are per call
+    in milliseconds. A failed run has ``success=False``, its ``error`` and NaN for
+    mean, std and min (as the reference records it); our other times stay ``None``.
 
     Attributes:
         throughput: ``work / median`` in ``throughput_unit`` (e.g. ``"B/s"``) when

@@ -1,34 +1,58 @@
-"""``BenchmarkResult``: the records of a benchmark run and what to do with them."""
+"""``BenchmarkResult``: the records of a benchmark run and what to do with them.
+
+This class sits on top of the benchmark package: queries, tables, files and plots
+live in modules that take records and a name, and it hands its records to them.
+"""
 
 from __future__ import annotations
 
-import math
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from .chart import plot_chart
+from .io import (
+    load_pickle,
+    load_records,
+    records_to_dict,
+    resolve_format,
+    save_pickle,
+    save_records,
+)
+from .layouts import format_rows
+from .options import PrintOptions, reject_unknown
+from .plot import plot_png
+from .ranking import Mismatch, best_backends, fastest, fastest_per_config, mismatches
 from .record import BenchmarkRecord
+from .table import format_table
 
 __all__ = ["BenchmarkResult", "Mismatch"]
 
 
-class Mismatch(NamedTuple):
-    """A backend whose output disagreed with the reference on one config."""
-
-    primitive: str
-    platform: str
-    label: str
-    backend: str
-    reference: str
-    max_abs_diff: float | None
+def _checked(records: Iterable[Any], where: str) -> list[BenchmarkRecord]:
+    out = list(records)
+    for i, rec in enumerate(out):
+        if not isinstance(rec, BenchmarkRecord):
+            raise TypeError(
+                f"{where}: record {i} is a {type(rec).__name__} ({rec!r}); every "
+                "record must be a BenchmarkRecord."
+            )
+    return out
 
 
 class BenchmarkResult:
     """All records of one run (one primitive, or several merged by the CLI).
 
+    ``print(result)`` shows the configs x backends comparison table;
+    :meth:`print` with the reference's keywords shows its row tables.
+
     Example:
-        >>> r = BenchmarkResult([BenchmarkRecord("cpu", "a", "n=1", median_ms=2.0),
-        ...                      BenchmarkRecord("cpu", "b", "n=1", median_ms=1.0)])
+        >>> r = BenchmarkResult([
+        ...     BenchmarkRecord("cpu", "a", "n=1", 2.0, 0.1, 1.9, None, True, None,
+        ...                     {}, {}),
+        ...     BenchmarkRecord("cpu", "b", "n=1", 1.0, 0.1, 0.9, None, True, None,
+        ...                     {}, {})])
         >>> r.fastest("n=1").backend
         'b'
     """
@@ -36,11 +60,16 @@ class BenchmarkResult:
     def __init__(
         self, records: Iterable[BenchmarkRecord], primitive_name: str = ""
     ) -> None:
-        self.records: list[BenchmarkRecord] = list(records)
+        self._records = _checked(records, "BenchmarkResult")
         self.primitive_name = primitive_name
-        for rec in self.records:
+        for rec in self._records:
             if not rec.primitive:
                 rec.primitive = primitive_name
+
+    @property
+    def records(self) -> list[BenchmarkRecord]:
+        """A new list of the records (changing the list leaves the result intact)."""
+        return list(self._records)
 
     @classmethod
     def combine(cls, results: Iterable[BenchmarkResult]) -> BenchmarkResult:
@@ -48,127 +77,248 @@ class BenchmarkResult:
         results = list(results)
         names = {r.primitive_name for r in results}
         name = names.pop() if len(names) == 1 else ""
-        return cls([rec for r in results for rec in r.records], primitive_name=name)
+        return cls([rec for r in results for rec in r._records], primitive_name=name)
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self._records)
 
     def __iter__(self) -> Iterator[BenchmarkRecord]:
-        return iter(self.records)
-
-    def __repr__(self) -> str:
-        return (
-            f"BenchmarkResult(primitive_name={self.primitive_name!r}, "
-            f"records={len(self.records)}, failures={len(self.failures)}, "
-            f"mismatches={len(self.mismatches)})"
-        )
+        return iter(list(self._records))
 
     def __str__(self) -> str:
         return self.table()
+
+    # Like the reference, the interactive display is the table itself.
+    __repr__ = __str__
 
     # -- queries ---------------------------------------------------------------
     @property
     def mismatches(self) -> list[Mismatch]:
         """Every (config, backend) whose output disagreed with the reference."""
-        return [
-            Mismatch(
-                r.primitive,
-                r.platform,
-                r.label,
-                r.backend,
-                r.reference_backend or "",
-                r.max_abs_diff,
-            )
-            for r in self.records
-            if r.matches_reference is False
-        ]
+        return mismatches(self._records)
 
     @property
     def failures(self) -> list[BenchmarkRecord]:
         """Records of runs that raised (``success=False``)."""
-        return [r for r in self.records if not r.success]
+        return [r for r in self._records if not r.success]
 
     @property
     def noisy(self) -> list[BenchmarkRecord]:
         """Successful records whose IQR exceeds 10 % of the median."""
-        return [r for r in self.records if r.success and r.noisy]
+        return [r for r in self._records if r.success and r.noisy]
 
     def fastest(self, label: str | None = None) -> BenchmarkRecord | None:
-        """Return the successful record with the lowest median time.
+        """The fastest successful record, overall or for one config ``label``.
 
-        Args:
-            label: Restrict to one config; ``None`` searches every record.
+        Ranks by the median when every candidate has one, else by the mean (records
+        built the reference way); ``None`` when no successful record qualifies.
         """
-        pool = [
-            r
-            for r in self.records
-            if r.success and r.median_ms is not None and label in (None, r.label)
-        ]
-        return min(pool, key=lambda r: r.median_ms) if pool else None
+        return fastest(self._records, label)
 
     def fastest_per_config(self) -> dict[tuple[str, str], BenchmarkRecord]:
         """Return ``{(primitive, label): fastest record}`` for every config."""
-        best: dict[tuple[str, str], BenchmarkRecord] = {}
-        for r in self.records:
-            if not r.success or r.median_ms is None:
-                continue
-            key = (r.primitive, r.label)
-            if key not in best or r.median_ms < best[key].median_ms:
-                best[key] = r
-        return best
+        return fastest_per_config(self._records)
 
     def best_backends(self) -> dict[str, dict[str, str]]:
-        """Pick one default backend per (primitive, platform).
+        """One default backend per (primitive, platform); see ``ranking``."""
+        return best_backends(self._records)
 
-        A candidate must have succeeded on every config and never disagreed with
-        the reference; among those the one with the lowest geometric-mean slowdown
-        relative to the per-config best wins.
+    # -- tables ----------------------------------------------------------------
+    def table(
+        self,
+        sort_by: str | list[str] | None = None,
+        group_by: str | list[str] | None = None,
+        compare_by: Any = None,
+        highlight_best: bool = True,
+        order_by: list[str] | None = None,
+        speedup_vs: str | None = None,
+        vary_by: str | list[str] | None = None,
+        *,
+        baseline: str | None = None,
+        **unknown: Any,
+    ) -> str:
+        """The text :meth:`print` prints (same keywords)."""
+        reject_unknown("BenchmarkResult.table", unknown)
+        opts = PrintOptions(
+            sort_by,
+            group_by,
+            compare_by,
+            highlight_best,
+            order_by,
+            speedup_vs,
+            vary_by,
+            baseline,
+            where="BenchmarkResult.table",
+        )
+        return self._text(opts)
+
+    def _text(self, opts: PrintOptions) -> str:
+        if opts.wants_rows:
+            return format_rows(self._records, self.primitive_name, opts)
+        return format_table(
+            self._records, self.primitive_name, opts.baseline, bool(opts.highlight_best)
+        )
+
+    def print(
+        self,
+        sort_by: str | list[str] | None = None,
+        group_by: str | list[str] | None = None,
+        compare_by: Any = None,
+        highlight_best: bool = True,
+        order_by: list[str] | None = None,
+        speedup_vs: str | None = None,
+        vary_by: str | list[str] | None = None,
+        *,
+        baseline: str | None = None,
+        **unknown: Any,
+    ) -> None:
+        """Print a table of the records.
+
+        Without keywords: the configs x backends table (speed-up vs ``baseline``).
+        With any of the reference's keywords, its one-row-per-record table:
+
+        - ``sort_by``: column(s) to sort by, ascending (unknown values last).
+        - ``group_by``: column(s); the fastest row per group is marked ``*``
+          (when ``highlight_best``).
+        - ``compare_by``: an expression such as ``"backend == 'numba'"`` (only
+          column names, constants, comparisons, ``and``/``or``/``not``, ``in``;
+          never executed as code) or a callable ``row -> bool``, selecting the
+          baseline rows. A ``speedup`` column compares each row with the baseline
+          of its config; a single selected row is the baseline of every row.
+        - ``order_by``: columns; rows grouped by all but the last, best marked.
+          Overrides ``sort_by``, ``group_by`` and ``vary_by``.
+        - ``vary_by``: column(s) that vary inside a group; all other describing
+          columns form the group.
+        - ``speedup_vs``: a backend (the last ``order_by``/``vary_by`` column's
+          value): adds ``vs_<name>`` = its time / the row's time, per group; in
+          the flat table per config.
+
+        Times rank by the median when every record has one, else by the mean.
+
+        Raises:
+            TypeError: an unknown keyword (all are named) or a wrong argument type.
+            ValueError: an unknown column, a refused ``compare_by`` expression,
+                a baseline that selects nothing.
+
+        Example:
+            >>> result.print(group_by="label", compare_by="backend == 'numba'")
+            ... # doctest: +SKIP
         """
-        groups: dict[tuple[str, str], list[BenchmarkRecord]] = {}
-        for r in self.records:
-            groups.setdefault((r.primitive, r.platform), []).append(r)
-        chosen: dict[str, dict[str, str]] = {}
-        for (prim, platform), recs in groups.items():
-            backend = _pick_backend(recs)
-            if backend is not None and prim:
-                chosen.setdefault(prim, {})[platform] = backend
-        return chosen
+        reject_unknown("BenchmarkResult.print", unknown)
+        opts = PrintOptions(
+            sort_by,
+            group_by,
+            compare_by,
+            highlight_best,
+            order_by,
+            speedup_vs,
+            vary_by,
+            baseline,
+            where="BenchmarkResult.print",
+        )
+        print(self._text(opts))
 
-    # -- outputs ---------------------------------------------------------------
-    def table(self, baseline: str | None = None, highlight_best: bool = True) -> str:
-        """Render the configs × backends comparison table (see :mod:`.table`)."""
-        from .table import format_table
-
-        return format_table(self, baseline=baseline, highlight_best=highlight_best)
-
-    def print(self, baseline: str | None = None, highlight_best: bool = True) -> None:
-        """Print :meth:`table` to stdout."""
-        print(self.table(baseline=baseline, highlight_best=highlight_best))
-
+    # -- files -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict (``records`` as a list of dicts)."""
-        from .io import result_to_dict
-
-        return result_to_dict(self)
+        """JSON-ready dict: ``primitive_name``, ``records`` (dicts), format tag."""
+        return records_to_dict(self._records, self.primitive_name)
 
     def save(self, path: str | Path, format: str | None = None) -> Path:
-        """Write the result as JSON or CSV (from the suffix unless ``format``)."""
-        from .io import save_result
+        """Write the result to ``path`` as ``'json'``, ``'csv'`` or ``'pkl'``.
 
-        return save_result(self, path, format=format)
+        Without ``format`` the suffix decides (``.csv``, ``.pkl``), else JSON. The
+        file is replaced atomically; parent directories are created. Pickle files
+        run code when loaded: share and load them only between trusted parties.
+
+        Raises:
+            ValueError: ``format`` is not one of ``'json'``, ``'csv'``, ``'pkl'``.
+        """
+        path = Path(path)
+        fmt = resolve_format(path, format, "BenchmarkResult.save")
+        if fmt == "pkl":
+            save_pickle(self, path)
+        else:
+            save_records(self._records, self.primitive_name, path, fmt)
+        return path
 
     @classmethod
     def load(cls, path: str | Path, format: str | None = None) -> BenchmarkResult:
-        """Read a result written by :meth:`save`."""
-        from .io import load_result
+        """Read a result written by :meth:`save` (format from the suffix, else JSON).
 
-        return load_result(path, format=format)
+        Every record is checked; a damaged file raises ``ValueError`` naming the
+        file, the record (or CSV line) and the field. Unpickling a ``.pkl`` file
+        can run arbitrary code: only load pickle files from a trusted source.
 
-    def plot(self, path: str | Path, y: str = "median_ms") -> Path:
-        """Write a bar chart (one group per config, one bar per backend) as PNG."""
-        from .plot import plot_result
+        Raises:
+            FileNotFoundError: ``path`` does not exist.
+            ValueError: unknown format, or the file is not a valid result.
+        """
+        path = Path(path)
+        where = "BenchmarkResult.load"
+        fmt = resolve_format(path, format, where)
+        if fmt != "pkl":
+            records, name = load_records(path, fmt, where)
+            return cls(records, primitive_name=name)
+        obj = load_pickle(path, where)
+        if not isinstance(obj, cls):
+            raise ValueError(
+                f"{where}: '{path}' holds a {type(obj).__name__}, not a "
+                "BenchmarkResult."
+            )
+        try:
+            _checked(obj.__dict__.get("_records", ()), f"{where}: '{path}'")
+        except TypeError as err:  # a damaged file is a bad value, not a bad call
+            raise ValueError(str(err)) from err
+        return obj
 
-        return plot_result(self, path, y=y)
+    def plot(
+        self,
+        ax: Any = None,
+        x: str | None = None,
+        y: str = "mean_ms",
+        hue: str | None = None,
+        style: str | None = None,
+        kind: str = "line",
+        show: bool = False,
+        *,
+        path: str | os.PathLike | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Draw the results; return the matplotlib Figure, or the path written.
+
+        The reference's form draws ``y`` over ``x`` (default ``'label'``) with one
+        series per ``hue`` value, as ``kind`` ``'line'``, ``'bar'`` or
+        ``'scatter'``, into ``ax`` or a new figure, and returns the figure. Our
+        form ``plot("bench.png", y="median_ms")`` (or ``path=``) writes a PNG bar
+        chart, one group per config and one bar per backend, and returns the path;
+        with chart keywords as well, that chart is saved to the path instead.
+        matplotlib is optional: without it this raises an ImportError naming the
+        ``plot`` extra.
+        """
+        if isinstance(ax, str | os.PathLike):
+            if path is not None:
+                raise TypeError("BenchmarkResult.plot: give the file path once.")
+            ax, path = None, ax
+        chart = (ax, x, hue, style, show) != (None,) * 4 + (False,)
+        if path is not None and not (chart or kind != "line" or kwargs):
+            return plot_png(self._records, self.primitive_name, Path(path), y)
+        fig = plot_chart(
+            self._records,
+            self.primitive_name,
+            ax,
+            x,
+            y,
+            hue,
+            style,
+            kind,
+            show,
+            **kwargs,
+        )
+        if path is None:
+            return fig
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path)
+        return Path(path)
 
     def save_defaults(self) -> dict[str, dict[str, str]]:
         """Persist :meth:`best_backends` as tuned defaults and return it."""
@@ -178,22 +328,3 @@ class BenchmarkResult:
         if chosen:
             save_defaults(chosen)
         return chosen
-
-
-def _pick_backend(recs: list[BenchmarkRecord]) -> str | None:
-    labels = {r.label for r in recs}
-    best = {}
-    for r in recs:
-        if r.success and r.median_ms:
-            best[r.label] = min(best.get(r.label, math.inf), r.median_ms)
-    scores: dict[str, float] = {}
-    for backend in dict.fromkeys(r.backend for r in recs):
-        mine = [r for r in recs if r.backend == backend]
-        ok = all(r.success and r.median_ms for r in mine) and all(
-            r.matches_reference is not False for r in mine
-        )
-        if not ok or {r.label for r in mine} != labels:
-            continue
-        logs = [math.log(r.median_ms / best[r.label]) for r in mine]
-        scores[backend] = sum(logs) / len(logs)
-    return min(scores, key=scores.__getitem__) if scores else None

@@ -8,10 +8,12 @@ disagreement is recorded on the records (and in ``BenchmarkResult.mismatches``).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BenchmarkDataFnNotProvidedError, BenchmarkMismatchWarning
@@ -21,7 +23,7 @@ from .record import BenchmarkRecord, compute_stats
 from .result import BenchmarkResult
 from .timing import check_counts, time_function
 
-__all__ = ["run_benchmark"]
+__all__ = ["BenchmarkPlan", "plan_benchmark", "run_benchmark"]
 
 _PLATFORMS = ("cpu", "gpu", "tpu")
 
@@ -100,6 +102,8 @@ def _run_one(kernel, cfg, backend, args, common) -> tuple[BenchmarkRecord, Any]:
 
 
 def _check_ready(kernel: Any) -> None:
+    # The data function is checked first: when both are missing the reference
+    # raises ValueError, and BenchmarkDataFnNotProvidedError is a ValueError too.
     name = kernel.name
     if kernel.benchmark_data_function is None:
         raise BenchmarkDataFnNotProvidedError(
@@ -114,6 +118,41 @@ def _check_ready(kernel: Any) -> None:
         )
 
 
+@dataclass(frozen=True)
+class BenchmarkPlan:
+    """What one primitive's benchmark will run: its configs on its backends.
+
+    Made before any timing so a caller benchmarking several primitives knows the
+    number of steps of the whole run up front (for one progress total).
+    """
+
+    kernel: Any
+    platform: str
+    backends: tuple[str, ...]
+    configs: tuple[BenchmarkConfig, ...]
+
+    @property
+    def steps(self) -> int:
+        """Number of (config, backend) runs."""
+        return len(self.configs) * len(self.backends)
+
+
+def plan_benchmark(
+    kernel: Any, *, platform: str, backends: Sequence[str] | str | None = None
+) -> BenchmarkPlan:
+    """Check ``kernel`` can be benchmarked and collect its configs and backends.
+
+    Raises:
+        ValueError: no ``def_call`` function, or no (or an unknown) backend.
+        BenchmarkDataFnNotProvidedError: no ``def_benchmark_data`` function.
+        TypeError: the data function returned something else than configs.
+    """
+    _check_ready(kernel)
+    chosen = _select_backends(kernel, platform, backends)
+    configs = _configs(kernel, platform)
+    return BenchmarkPlan(kernel, platform, tuple(chosen), tuple(configs))
+
+
 def _measure(kernel, cfg, backend, args, common, catch_errors):
     try:
         return _run_one(kernel, cfg, backend, args, common)
@@ -121,7 +160,9 @@ def _measure(kernel, cfg, backend, args, common, catch_errors):
         if not catch_errors:
             raise
         msg = f"{type(err).__name__}: {err}".strip()
-        return BenchmarkRecord("", backend, cfg.name, success=False, error=msg), None
+        nan = math.nan  # what the reference records for a failed run
+        failed = BenchmarkRecord("", backend, cfg.name, nan, nan, nan, None, False, msg)
+        return failed, None
 
 
 def _compare(records, outputs, cfg, name, rtol, atol, reference) -> None:
@@ -159,6 +200,39 @@ def _verbose_line(name: str, rec: BenchmarkRecord) -> str:
     )
 
 
+def _check_plan(plan: BenchmarkPlan, kernel: Any, platform: str, backends) -> None:
+    wanted = [backends] if isinstance(backends, str) else backends
+    same_backends = wanted is None or tuple(wanted) == plan.backends
+    if plan.kernel is not kernel or plan.platform != platform or not same_backends:
+        raise ValueError(
+            f"run_benchmark of '{kernel.name}' on '{platform}': the plan was made "
+            f"for '{plan.kernel.name}' on '{plan.platform}' with backends "
+            f"{list(plan.backends)}; pass plan_benchmark(kernel, platform=...) of "
+            "the same kernel, platform and backends."
+        )
+
+
+def _run_config(plan, cfg, device, common, catch_errors, verbose, progress):
+    """Every backend of ``plan`` on one config: its records and outputs."""
+    name = plan.kernel.name
+    args = cfg.put_args(device).args
+    records, outputs = [], {}
+    for backend in plan.backends:
+        if progress is not None:
+            progress.advance(name, cfg.name, backend)
+        rec, outputs[backend] = _measure(
+            plan.kernel, cfg, backend, args, common, catch_errors
+        )
+        rec.platform, rec.primitive = plan.platform, name
+        rec.kernel_kwargs = dict(cfg.kernel_kwargs)
+        rec.data_kwargs = dict(cfg.data_kwargs)
+        rec.n_batch_per_run = common["n_batch_per_run"]
+        records.append(rec)
+        if verbose:
+            print(_verbose_line(name, rec), file=sys.stdout, flush=True)
+    return records, outputs
+
+
 def run_benchmark(
     kernel: Any,
     *,
@@ -175,17 +249,22 @@ def run_benchmark(
     reference_backend: str | None = None,
     clock: Callable[[], float] = time.perf_counter,
     progress: Any = None,
+    plan: BenchmarkPlan | None = None,
 ) -> BenchmarkResult:
     """Benchmark every backend of ``kernel`` on ``platform`` over its configs.
 
     See ``XLACustomKernel.benchmark`` for the arguments shared with it. Extra ones:
     ``reference_backend`` (the oracle for output comparison; default ``jax_raw``
     when present, else the first successful backend), ``clock`` (seconds) and
-    ``progress`` (a :class:`~polykernel.benchmark.progress.Progress`).
+    ``progress`` (a :class:`~polykernel.benchmark.progress.Progress`) and ``plan``
+    (from :func:`plan_benchmark`; its configs and backends are used, and its steps
+    are taken as already counted in ``progress``, so a caller running several
+    primitives announces the total of the whole run once).
 
     Raises:
         BenchmarkDataFnNotProvidedError: no ``def_benchmark_data`` function.
-        ValueError: no ``def_call`` function, or no backend for ``platform``.
+        ValueError: no ``def_call`` function, or no backend for ``platform``, or a
+            ``plan`` made for another kernel, platform or backends.
 
     Example:
         >>> result = op.benchmark(platform="cpu", n_runs=5)  # doctest: +SKIP
@@ -193,30 +272,20 @@ def run_benchmark(
     """
     name = kernel.name
     check_counts(n_warmup, n_runs, n_batch_per_run)
-    _check_ready(kernel)
-    chosen = _select_backends(kernel, platform, backends)
+    if plan is None:
+        plan = plan_benchmark(kernel, platform=platform, backends=backends)
+        if progress is not None:
+            progress.add_total(plan.steps)
+    else:
+        _check_plan(plan, kernel, platform, backends)
     device = _device(platform)
-    configs = _configs(kernel, platform)
     common = {"n_warmup": n_warmup, "n_runs": n_runs, "clock": clock}
     common["n_batch_per_run"] = n_batch_per_run
-    if progress is not None:
-        progress.add_total(len(configs) * len(chosen))
     records: list[BenchmarkRecord] = []
-    for cfg in configs:
-        args = cfg.put_args(device)
-        cfg_records, outputs = [], {}
-        for backend in chosen:
-            if progress is not None:
-                progress.advance(name, cfg.name, backend)
-            rec, outputs[backend] = _measure(
-                kernel, cfg, backend, args, common, catch_errors
-            )
-            rec.platform, rec.primitive = platform, name
-            rec.kernel_kwargs, rec.data_kwargs = cfg.kernel_kwargs, cfg.data_kwargs
-            rec.n_batch_per_run = n_batch_per_run
-            cfg_records.append(rec)
-            if verbose:
-                print(_verbose_line(name, rec), file=sys.stdout, flush=True)
+    for cfg in plan.configs:
+        cfg_records, outputs = _run_config(
+            plan, cfg, device, common, catch_errors, verbose, progress
+        )
         if compare_results:
             _compare(cfg_records, outputs, cfg, name, rtol, atol, reference_backend)
         records.extend(cfg_records)

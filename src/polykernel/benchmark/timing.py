@@ -11,9 +11,9 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["Timing", "benchmark_function", "time_function"]
+__all__ = ["FunctionTiming", "Timing", "benchmark_function", "time_function"]
 
 Clock = Callable[[], float]
 
@@ -100,23 +100,46 @@ def time_function(
     return Timing(compile_s=compile_s, times_s=times, output=output)
 
 
+class FunctionTiming(NamedTuple):
+    """What :func:`benchmark_function` returns; unpacks as the reference's 5-tuple."""
+
+    mean: float
+    std: float
+    min: float
+    max: float
+    output: Any
+
+
 def benchmark_function(
     fn: Callable[..., Any],
     n_warmup: int,
     n_runs: int,
     n_batch_per_run: int = 1,
     data: Sequence[Any] = (),
-) -> tuple[float, float, float, float, Any]:
-    """Reference-API timing helper: ``(mean, std, min, max, output)`` in seconds.
+) -> FunctionTiming:
+    """Reference timing helper: ``(mean, std, min, max, output)``, seconds per call.
+
+    As in the reference, ``fn`` is compiled with ``jax.jit``; the first call
+    (compilation) is not timed, then ``n_warmup`` untimed calls, then ``n_runs``
+    intervals of ``n_batch_per_run`` back-to-back calls. ``std`` is the population
+    standard deviation (NumPy's default, as the reference computes it). The result
+    is a named tuple, so ``timing.mean`` works as well as tuple unpacking.
 
     Example:
         >>> mean, std, lo, hi, out = benchmark_function(lambda: 3, 0, 2)
-        >>> out
+        >>> int(out)
         3
     """
+    import jax
+
     timing = time_function(
-        fn, data, n_warmup=n_warmup, n_runs=n_runs, n_batch_per_run=n_batch_per_run
+        jax.jit(fn),
+        data,
+        n_warmup=n_warmup,
+        n_runs=n_runs,
+        n_batch_per_run=n_batch_per_run,
     )
     t = timing.times_s
-    std = statistics.stdev(t) if len(t) > 1 else 0.0
-    return statistics.fmean(t), std, min(t), max(t), timing.output
+    return FunctionTiming(
+        statistics.fmean(t), statistics.pstdev(t), min(t), max(t), timing.output
+    )

@@ -75,32 +75,49 @@ def _runnable(chosen: dict[str, Any], platform: str) -> list[Any]:
     return kernels
 
 
+def _plan_all(kernels: list[Any], args: Any) -> tuple[list[Any], list[str]]:
+    """Plan every primitive first, so the progress total is the whole run's."""
+    from ..benchmark import plan_benchmark
+
+    plans, errors = [], []
+    for kernel in kernels:
+        try:
+            plans.append(
+                plan_benchmark(kernel, platform=args.platform, backends=args.backends)
+            )
+        except Exception as err:
+            errors.append(f"{kernel.name}: {type(err).__name__}: {err}")
+    return plans, errors
+
+
 def _run_all(kernels: list[Any], args: Any) -> tuple[Any, list[str]]:
     from ..benchmark import BenchmarkResult, Progress, run_benchmark
     from ..errors import BenchmarkMismatchWarning
 
-    results, errors = [], []
+    plans, errors = _plan_all(kernels, args)
+    results = []
     progress = Progress(sys.stderr, tty=False if args.no_progress else None)
+    progress.add_total(sum(plan.steps for plan in plans))
     with progress, warnings.catch_warnings():
         # Mismatches are recorded in the result and listed under the table.
         warnings.simplefilter("ignore", BenchmarkMismatchWarning)
-        for kernel in kernels:
+        for plan in plans:
             try:
                 results.append(
                     run_benchmark(
-                        kernel,
+                        plan.kernel,
                         platform=args.platform,
                         n_warmup=args.n_warmup,
                         n_runs=args.n_runs,
                         n_batch_per_run=args.n_batch_per_run,
                         rtol=args.rtol,
                         atol=args.atol,
-                        backends=args.backends,
                         progress=None if args.no_progress else progress,
+                        plan=plan,
                     )
                 )
             except Exception as err:
-                errors.append(f"{kernel.name}: {type(err).__name__}: {err}")
+                errors.append(f"{plan.kernel.name}: {type(err).__name__}: {err}")
     return BenchmarkResult.combine(results), errors
 
 
@@ -112,7 +129,7 @@ def cmd_benchmark(args: Any) -> int:
     if args.output:
         print(f"saved results to {result.save(args.output)}")
     if args.plot and result.fastest() is not None:
-        print(f"saved plot to {result.plot(args.plot)}")
+        print(f"saved plot to {result.plot(args.plot, y='median_ms')}")
     if args.save_defaults:
         from ..tuned_defaults import defaults_path
 
