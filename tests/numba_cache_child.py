@@ -1,13 +1,21 @@
 """Child process for the multi-process Numba cache tests (run as a script).
 
 ``python numba_cache_child.py VARIANT [VARIANT ...]`` builds one kernel per variant
-and prints one JSON line per variant: ``{"variant": ..., "out": [...]}``. Every
-variant defines a kernel with the *same* qualified name (``k``), as kernel
-generators do, so Numba hands them names that differ only in a per-process uid.
+and prints one JSON line per variant: ``{"variant", "out", "origin"}`` (origin:
+``built``, ``disk`` or ``uncached``). Every variant defines a kernel with the
+*same* qualified name (``k``), as kernel generators do, so Numba hands them
+symbol names that differ only in a per-process uid.
+
+Variants: ``A`` (x + 1), ``B`` (x * 10), ``C<n>`` (adds the closure constant n),
+``G<n>`` (multiplies by the module global SCALE = n), ``H<n>`` (calls a global
+``@njit`` helper adding n), ``F`` (``fastmath`` given as a set), ``X`` (calls a
+ctypes function: not cacheable).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import sys
 
@@ -16,42 +24,82 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 
+from polykernel.backends import _numba_build
 from polykernel.backends.numba_cpu import numba_kernel
 
-SCALE = 10  # a global read by the "G" variant; the parent changes it via argv
+SCALE = 10.0  # read by the G variants, set from the variant name
+
+
+def _helper(n: float):
+    @numba.njit
+    def helper(v):
+        return v + n
+
+    return helper
+
+
+def _cfabs():
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    fabs = libm.fabs
+    fabs.restype, fabs.argtypes = ctypes.c_double, [ctypes.c_double]
+    return fabs
 
 
 def make(variant: str):
     """Return an @njit kernel named ``k`` for ``variant``."""
-    if variant == "A":
+    tag, arg = variant[0], variant[1:]
+    if tag == "A":
 
         @numba.njit
         def k(x, out):
             for i in range(out.size):
                 out[i] = x[i] + 1
 
-    elif variant == "B":
+    elif tag == "B":
 
         @numba.njit
         def k(x, out):
             for i in range(out.size):
                 out[i] = x[i] * 10
 
-    elif variant.startswith("C"):  # closure constant: C3 adds 3, C4 adds 4
-        c = float(variant[1:])
+    elif tag == "C":
+        c = float(arg)
 
         @numba.njit
         def k(x, out):
             for i in range(out.size):
                 out[i] = x[i] + c
 
-    elif variant.startswith("G"):  # global: G5 multiplies by SCALE = 5
-        globals()["SCALE"] = float(variant[1:])
+    elif tag == "G":
+        globals()["SCALE"] = float(arg)
 
         @numba.njit
         def k(x, out):
             for i in range(out.size):
                 out[i] = x[i] * SCALE
+
+    elif tag == "H":
+        globals()["helper"] = _helper(float(arg))
+
+        @numba.njit
+        def k(x, out):
+            for i in range(out.size):
+                out[i] = helper(x[i])  # noqa: F821 - defined just above
+
+    elif tag == "F":
+
+        @numba.njit(fastmath={"nsz", "arcp", "contract", "afn", "reassoc"})
+        def k(x, out):
+            for i in range(out.size):
+                out[i] = x[i] * 2
+
+    elif tag == "X":
+        fabs = _cfabs()
+
+        @numba.njit
+        def k(x, out):
+            for i in range(out.size):
+                out[i] = fabs(x[i] - 10)
 
     else:
         raise SystemExit(f"unknown variant {variant!r}")
@@ -63,7 +111,10 @@ def main(variants: list[str]) -> None:
     for variant in variants:
         f = numba_kernel(make(variant), jax.ShapeDtypeStruct((4,), jnp.float32))
         out = np.asarray(f(x)).tolist()
-        print(json.dumps({"variant": variant, "out": out}), flush=True)
+        (target,) = f._targets.values()
+        origin = _numba_build._handlers[target].origin
+        line = {"variant": variant, "out": out, "origin": origin}
+        print(json.dumps(line), flush=True)
 
 
 if __name__ == "__main__":
