@@ -163,10 +163,10 @@ def time_all(fns: dict[str, Callable], args: tuple, reps: int, inner: int) -> di
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
-def measure(quick: bool) -> list[dict]:
+def measure(quick: bool, sizes: list[int] | None = None) -> list[dict]:
     cpp = build_cpp()
     rows = []
-    sizes = [1, 1000] if quick else [1, 1000, 1_000_000]
+    sizes = sizes or ([1, 1000] if quick else [1, 1000, 1_000_000])
     for n in sizes:
         x = jnp.arange(n, dtype=jnp.float32)
         y = jnp.ones(n, jnp.float32)
@@ -222,6 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke run, few reps")
     parser.add_argument("--json", metavar="PATH", help="write the numbers as JSON")
     parser.add_argument(
+        "--sizes",
+        type=lambda t: [int(float(v)) for v in t.split(",")],
+        help="comma-separated N values (default 1,1000,1e6; --quick 1,1000)",
+    )
+    parser.add_argument(
         "--tune-allocator",
         action="store_true",
         help="call polykernel.tune_allocator() first: keeps freed buffers in the "
@@ -233,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         from polykernel import tune_allocator
 
         print(f"tune_allocator() applied: {tune_allocator()}")
-    rows = measure(args.quick)
+    rows = measure(args.quick, args.sizes)
     print_table(rows)
     if args.json:
         with open(args.json, "w") as fh:

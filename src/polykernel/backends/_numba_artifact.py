@@ -108,7 +108,7 @@ def containment_problems(module: Any, entry: str) -> list[str]:
             problems.append(f"a dynamic global ({name}: an address of this process)")
         elif name.startswith(".numba.unresolved$"):
             problems.append(f"a symbol resolved at run time ({name})")
-        elif "NumbaEnv" in name:
+        elif "NumbaEnv" in name and not name.startswith(".const."):
             problems.append(f"a Numba environment ({name}) the code reads")
         elif gv.is_declaration and name.startswith("_ZN"):
             problems.append(f"a Numba global defined elsewhere ({name})")

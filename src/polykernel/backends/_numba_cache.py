@@ -57,17 +57,20 @@ _NUMBA_SETTINGS = (
     "ENABLE_AVX", "CPU_NAME", "CPU_FEATURES", "DEBUGINFO_DEFAULT",
     "LLVM_REFPRUNE_PASS", "USE_RVSDG_FRONTEND", "CAPTURED_ERRORS",
 )  # fmt: skip
-_GENERATOR_MODULES = (
-    "polykernel.ffi.handler_ir.batch",
-    "polykernel.ffi.handler_ir.checks",
-    "polykernel.ffi.handler_ir.frame",
-    "polykernel.ffi.handler_ir.half",
-    "polykernel.ffi.handler_ir.handler",
-    "polykernel.ffi.handler_ir.pyerror",
-    "polykernel.ffi.handler_ir.scratch",
-    "polykernel.backends._numba_entry",
-    "polykernel.backends._numba_artifact",
-    "polykernel.backends._numba_compile",
+# Sources that generate a handler's code, relative to the package (read, not
+# imported: a cache hit never needs them).
+_GENERATOR_FILES = (
+    "ffi/handler_ir/batch.py",
+    "ffi/handler_ir/checks.py",
+    "ffi/handler_ir/frame.py",
+    "ffi/handler_ir/half.py",
+    "ffi/handler_ir/handler.py",
+    "ffi/handler_ir/pyerror.py",
+    "ffi/handler_ir/scratch.py",
+    "ffi/handler_ir/signature.py",
+    "backends/_numba_entry.py",
+    "backends/_numba_artifact.py",
+    "backends/_numba_compile.py",
 )
 
 
@@ -83,9 +86,9 @@ def entry_dir(key: str) -> Path:
 @functools.cache
 def _generator_digest() -> str:
     h = hashlib.sha256()
-    for name in _GENERATOR_MODULES:
-        module = sys.modules.get(name) or __import__(name, fromlist=["_"])
-        h.update(Path(module.__file__).read_bytes())
+    package = Path(__file__).resolve().parent.parent
+    for name in _GENERATOR_FILES:
+        h.update(name.encode() + b"\0" + (package / name).read_bytes())
     return h.hexdigest()
 
 

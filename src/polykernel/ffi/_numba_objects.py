@@ -48,7 +48,7 @@ def feed_numba_object(hs: Any, obj: Any, depth: int) -> bool:
         hs.feed(canonical_options(obj._ctor_kwargs), depth + 1)
         hs.feed(obj._defn, depth + 1)
         return True
-    if isinstance(obj, types.Type):
+    if types.Type in type(obj).__mro__:  # not isinstance: Type is an ABC (slow)
         text = str(obj)
         if "0x" in text:  # a type naming an object by address
             from .fingerprint import Unfingerprintable
@@ -66,6 +66,8 @@ def canonical_options(options: dict) -> tuple:
 
 
 def _canonical_value(value: Any) -> Any:
+    if type(value) in (bool, int, float, str, type(None)):
+        return value
     if isinstance(value, set | frozenset):
         return tuple(sorted((_canonical_value(v) for v in value), key=repr))
     if isinstance(value, dict):
@@ -76,7 +78,7 @@ def _canonical_value(value: Any) -> Any:
     if numba is not None:
         from numba.core import types
 
-        if isinstance(value, types.Type):
+        if types.Type in type(value).__mro__:
             return f"nbtype:{value}"
     return value
 

@@ -33,11 +33,12 @@ class Checker:
     def fail_if(self, cond: ir.Value, kind: int, a, b, c) -> None:
         """Branch to the error block with these numbers when ``cond`` holds."""
         builder = self.b
+        values = [_i64(builder, v) for v in (kind, a, b, c)]  # before the branch
         ok = builder.append_basic_block("ok")
         builder.cbranch(cond, self.error_block, ok)
         builder.block.terminator.set_weights([1, 1000])  # failing is unlikely
-        for phi, value in zip(self.phis, (kind, a, b, c), strict=True):
-            phi.add_incoming(_i64(builder, value), builder.block)
+        for phi, value in zip(self.phis, values, strict=True):
+            phi.add_incoming(value, builder.block)
         builder.position_at_end(ok)
 
     def counts(self, frame: FrameReader, nin: int, nout: int, nattr: int) -> None:
