@@ -115,9 +115,5 @@ def test_attribute_name_offsets_match_installed_headers(tmp_path):
     src.write_text(PROBE)
     subprocess.run(["gcc", "-I", jax.ffi.include_dir(), str(src), "-o", str(exe)],
                    check=True)  # fmt: skip
-    names, ptr, length = map(int, subprocess.check_output([str(exe)]).split())
-    assert (abi.FRAME_ATTR_NAMES, abi.BYTESPAN_PTR, abi.BYTESPAN_LEN) == (
-        names,
-        ptr,
-        length,
-    )
+    got = tuple(map(int, subprocess.check_output([str(exe)]).split()))
+    assert got == (abi.FRAME_ATTR_NAMES, abi.BYTESPAN_PTR, abi.BYTESPAN_LEN)
