@@ -8,8 +8,10 @@ symbol names that differ only in a per-process uid.
 
 Variants: ``A`` (x + 1), ``B`` (x * 10), ``C<n>`` (adds the closure constant n),
 ``G<n>`` (multiplies by the module global SCALE = n), ``H<n>`` (calls a global
-``@njit`` helper adding n), ``F`` (``fastmath`` given as a set), ``X`` (calls a
-ctypes function: not cacheable).
+``@njit`` helper adding n), ``F`` (``fastmath`` given as a set), ``N`` (allocates
+with ``np.empty``), ``R`` (raises ValueError with run-time values: the line then
+has ``error`` instead of ``out``), ``X`` (calls a ctypes function: not cacheable).
+The last two read a Numba environment at run time.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 from polykernel.backends import _numba_build
 from polykernel.backends.numba_cpu import numba_kernel
+from polykernel.errors import KernelExecutionError
 
 SCALE = 10.0  # read by the G variants, set from the variant name
 
@@ -93,6 +96,24 @@ def make(variant: str):
             for i in range(out.size):
                 out[i] = x[i] * 2
 
+    elif tag == "N":
+
+        @numba.njit
+        def k(x, out):
+            tmp = np.empty(out.size, np.float32)
+            for i in range(out.size):
+                tmp[i] = x[i] * 3
+            out[:] = tmp
+
+    elif tag == "R":
+
+        @numba.njit
+        def k(x, out):
+            for i in range(out.size):
+                if x[i] >= 3:
+                    raise ValueError("bad value", i, x[i])
+                out[i] = x[i]
+
     elif tag == "X":
         fabs = _cfabs()
 
@@ -110,10 +131,12 @@ def main(variants: list[str]) -> None:
     x = jnp.arange(4, dtype=jnp.float32)
     for variant in variants:
         f = numba_kernel(make(variant), jax.ShapeDtypeStruct((4,), jnp.float32))
-        out = np.asarray(f(x)).tolist()
+        try:
+            line = {"variant": variant, "out": np.asarray(f(x)).tolist()}
+        except KernelExecutionError as err:
+            line = {"variant": variant, "error": str(err)}
         (target,) = f._targets.values()
-        origin = _numba_build._handlers[target].origin
-        line = {"variant": variant, "out": out, "origin": origin}
+        line["origin"] = _numba_build._handlers[target].origin
         print(json.dumps(line), flush=True)
 
 

@@ -31,9 +31,13 @@ def expect(variant: str) -> list[float]:
         "G": lambda v: v * float(arg),
         "H": lambda v: v + float(arg),
         "F": lambda v: v * 2,
+        "N": lambda v: v * 3,
         "X": lambda v: abs(v - 10),
     }[tag]
     return [rule(v) for v in X]
+
+
+RAISED = "the kernel raised ValueError: ('bad value', 3, 3.0)"
 
 
 def _start(env: dict, *variants: str) -> subprocess.Popen:
@@ -51,7 +55,10 @@ def _finish(proc: subprocess.Popen) -> dict[str, dict]:
     assert proc.returncode == 0, f"rc={proc.returncode}\n{err[-3000:]}"
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     for row in rows:
-        assert row["out"] == expect(row["variant"]), row
+        if row["variant"] == "R":
+            assert RAISED in row["error"], row
+        else:
+            assert row["out"] == expect(row["variant"]), row
     return {r["variant"]: r for r in rows}
 
 
@@ -148,6 +155,16 @@ def test_corrupt_or_truncated_entry_is_rebuilt(run_env, tmp_path):
     assert _child(env, "A") == {"A": "built"}
     assert _child(env, "A") == {"A": "disk"}
     assert obj.read_bytes() == data
+
+
+def test_kernels_reading_a_numba_environment_are_cached(run_env, tmp_path):
+    # np.empty checks its shape, and R raises with run-time values: both box
+    # values through a Numba environment, which the loader provides afresh
+    env = _env(run_env, tmp_path)
+    assert _child(env, "N", "R") == {"N": "built", "R": "built"}
+    assert _child(env, "R", "N") == {"R": "disk", "N": "disk"}
+    metas = [json.loads((e / "meta.json").read_text()) for e in _entries(tmp_path)]
+    assert all(m["environments"] for m in metas)
 
 
 def test_uncacheable_kernel_runs_and_writes_nothing(run_env, tmp_path):

@@ -15,6 +15,15 @@ C functions found by name in any process (CPython, Numba's C helpers, libc).
 :func:`load_object` loads an object into Numba's JIT engine the way Numba's own
 cache does, and returns the entry address. The object built in this process is
 loaded exactly as a cached one would be, so every first call runs the cached path.
+
+Numba environments. Code that may box values for Python (the arguments of an
+exception raised with run-time values, ``print``; Numba's own ``np.empty`` checks
+its shape that way) reads a per-function ``Environment`` through a global, after
+a null check that turns a missing one into a clean error. An environment holding
+no constants carries nothing compiled into it, so such a global is exported under
+a name unique to the artefact (``<entry>.env<i>``) and pointed at a fresh
+``Environment`` when the object is loaded, as Numba's own cache rebuilds it. An
+environment with constants (objects baked in at compile time) is not cacheable.
 """
 
 from __future__ import annotations
@@ -43,6 +52,8 @@ class Artifact:
     module: Any  # llvmlite.binding.ModuleRef
     entry: str
     problems: list[str] = field(default_factory=list)
+    # (exported symbol, module name) of each Numba environment the code reads
+    environments: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def self_contained(self) -> bool:
@@ -90,13 +101,35 @@ def link_artifact(
     mpm = ll.create_new_module_pass_manager()
     mpm.add_global_dead_code_eliminate_pass()
     mpm.run(module, pb)
-    module.verify()
     artifact = Artifact(module, entry)
     if kernel_library is not None:
-        artifact.problems = containment_problems(module, entry)
+        artifact.environments, artifact.problems = _export_environments(module, entry)
+        artifact.problems += containment_problems(module, entry)
     else:
         artifact.problems = ["the kernel is linked from this process"]
+    module.verify()
     return artifact
+
+
+def _export_environments(module: Any, entry: str) -> tuple[list, list[str]]:
+    """Export the Numba environment globals the code still reads (see module doc),
+    renamed ``<entry>.env<i>``; problems for environments that hold constants."""
+    from numba.core.environment import Environment
+
+    exported, problems = [], []
+    for gv in module.global_variables:
+        name = gv.name
+        if gv.is_declaration or not name.startswith("_ZN08NumbaEnv"):
+            continue
+        env = Environment._memo.get(name)
+        if env is None or env.consts:
+            what = "unknown" if env is None else f"{len(env.consts)} constants"
+            problems.append(f"a Numba environment with {what} ({name})")
+            continue
+        gv.name = f"{entry}.env{len(exported)}"
+        gv.linkage = "external"
+        exported.append((gv.name, str(env.globals.get("__name__", ""))))
+    return exported, problems
 
 
 def containment_problems(module: Any, entry: str) -> list[str]:
@@ -110,6 +143,9 @@ def containment_problems(module: Any, entry: str) -> list[str]:
             problems.append(f"a symbol resolved at run time ({name})")
         elif "NumbaEnv" in name and not name.startswith(".const."):
             problems.append(f"a Numba environment ({name}) the code reads")
+        elif not gv.is_declaration and gv.linkage.name not in ("internal", "private"):
+            if not name.startswith(f"{entry}.env"):
+                problems.append(f"an exported global ({name})")
         elif gv.is_declaration and name.startswith("_ZN"):
             problems.append(f"a Numba global defined elsewhere ({name})")
     for fn in module.functions:
@@ -159,22 +195,48 @@ def emit_object(codegen: Any, artifact: Artifact) -> bytes:
     return bytes(codegen._tm.emit_object(artifact.module))
 
 
-def load_object(codegen: Any, entry: str, obj: bytes) -> tuple[Any, int]:
-    """Load ``obj`` into Numba's JIT engine; return ``(library, entry address)``.
+def load_object(
+    codegen: Any, entry: str, obj: bytes, environments: list | None = None
+) -> tuple[Any, int]:
+    """Load ``obj`` into Numba's JIT engine; return ``(owner, entry address)``.
 
     Numba's cache uses the same ``unserialize_library`` path; the bitcode it
     wants beside the object only tells the engine which symbols the object
-    defines, so a one-function stub naming ``entry`` stands in for it.
+    defines, so a stub naming ``entry`` stands in for it. ``environments`` are
+    the ``(symbol, module)`` pairs to point at fresh Numba environments; the
+    returned owner keeps them alive.
     """
+    import ctypes
+
     import llvmlite.binding as ll
     from numba.core.compiler_lock import global_compiler_lock
 
-    stub = ll.parse_assembly(f'define void @"{entry}"() {{\n  ret void\n}}\n')
+    environments = environments or []
+    stub_ir = f'define void @"{entry}"() {{\n  ret void\n}}\n'
+    stub_ir += "".join(f'@"{sym}" = global ptr null\n' for sym, _ in environments)
+    stub = ll.parse_assembly(stub_ir)
+    envs = []
     with global_compiler_lock:
         library = codegen.unserialize_library(
             (entry, "object", (obj, stub.as_bitcode()))
         )
         address = library.get_pointer_to_function(entry)
+        for symbol, modname in environments:
+            env = _fresh_environment(modname)
+            slot = codegen._engine.get_global_value_address(symbol)
+            ctypes.c_void_p.from_address(slot).value = id(env)
+            envs.append(env)
     if not address:
         raise RuntimeError(f"the handler object does not define '{entry}'")
-    return library, address
+    return (library, envs), address
+
+
+def _fresh_environment(modname: str) -> Any:
+    """An empty-constant Numba ``Environment`` over ``modname``'s globals (looked
+    up, never imported), like the one Numba's cache rebuilds."""
+    import sys
+
+    from numba.core.environment import Environment
+
+    module = sys.modules.get(modname)
+    return Environment(vars(module) if module is not None else {"__name__": modname})

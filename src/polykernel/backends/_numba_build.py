@@ -130,10 +130,10 @@ def build_handler(
         context, codegen = _codegen()
         if cacheable:
             key = _numba_cache.cache_key(target, codegen)
-            handler = _from_disk(key, target, codegen)
+            handler = _from_disk(key, target, context)
             if handler is None:
                 with _numba_cache.lock(key):  # one build across processes
-                    handler = _from_disk(key, target, codegen)
+                    handler = _from_disk(key, target, context)
                     if handler is None:
                         handler = _build(context, target, sig, label, kernel,
                                          private, key)  # fmt: skip
@@ -145,20 +145,31 @@ def build_handler(
         return handler
 
 
-def _resolvable(codegen: Any, names: list[str]) -> bool:
-    """True if every symbol resolves now (starting Numba's threading layer first
-    if some are its scheduler's: MCJIT aborts the process on a missing one)."""
+def _resolvable(context: Any, names: list[str]) -> bool:
+    """True if every symbol resolves now. Numba starts its runtime (NRT) and its
+    threading layer lazily, at the first compile, and a cache hit compiles
+    nothing: start whichever the object needs (MCJIT aborts the process on a
+    missing symbol, so nothing is loaded before this holds)."""
     from ._numba_artifact import unresolved
 
-    if not unresolved(codegen, names):
-        return True
-    from numba.np.ufunc.parallel import _launch_threads
+    codegen = context.codegen()
+    missing = unresolved(codegen, names)
+    if any(n.startswith("NRT_") for n in missing):
+        from numba.core.runtime import rtsys
 
-    _launch_threads()
-    return not unresolved(codegen, names)
+        rtsys.initialize(context)
+        missing = unresolved(codegen, names)
+    if missing:
+        from numba.np.ufunc.parallel import _launch_threads
+
+        _launch_threads()
+        missing = unresolved(codegen, names)
+    if missing:
+        log.debug("unresolved symbols: %s", ", ".join(missing))
+    return not missing
 
 
-def _from_disk(key: str, target: str, codegen: Any) -> Handler | None:
+def _from_disk(key: str, target: str, context: Any) -> Handler | None:
     from . import _numba_cache
     from ._numba_artifact import load_object
 
@@ -166,10 +177,11 @@ def _from_disk(key: str, target: str, codegen: Any) -> Handler | None:
     if found is None:
         return None
     obj, meta = found
-    if meta.get("entry") != target or not _resolvable(codegen, meta["externals"]):
+    if meta.get("entry") != target or not _resolvable(context, meta["externals"]):
         log.debug("numba cache entry %s cannot be loaded here; rebuilding", key[:12])
         return None
-    library, address = load_object(codegen, target, obj)
+    envs = [tuple(e) for e in meta.get("environments", [])]
+    library, address = load_object(context.codegen(), target, obj, envs)
     return Handler(target, address, library, "disk")
 
 
@@ -205,13 +217,18 @@ def _build(context, target, sig, label, kernel, private, key) -> Handler:
             )
             artifact = link_artifact(codegen, module, target, None)
         externals = external_symbols(artifact.module)
-        if not _resolvable(codegen, externals):
+        if not _resolvable(context, externals):
             raise RuntimeError(f"unresolved symbols {externals}")
         obj = emit_object(codegen, artifact)
     if key is not None and artifact.self_contained:
-        meta = {"entry": target, "label": label, "signature": sig.key(),
-                "externals": externals}  # fmt: skip
+        meta = {
+            "entry": target,
+            "label": label,
+            "signature": sig.key(),
+            "externals": externals,
+            "environments": artifact.environments,
+        }
         _numba_cache.publish(key, obj, meta)
-    library, address = load_object(codegen, target, obj)
+    library, address = load_object(codegen, target, obj, artifact.environments)
     origin = "built" if key is not None and artifact.self_contained else "uncached"
     return Handler(target, address, (library, binding.cres.library), origin)
