@@ -69,13 +69,11 @@ def _pass_builder(tm: Any, speed: int) -> Any:
     return ll.create_pass_builder(tm, pto)
 
 
-def _optimise_functions(module: Any, tm: Any) -> None:
-    """Function passes over the handler's own (defined) functions only."""
+def _optimise_handler(module: Any, tm: Any) -> None:
+    """The full pipeline (vectorisers included) over the handler's own module,
+    before the kernel is linked in: the kernel is optimised already."""
     pb = _pass_builder(tm, _OPT_LEVEL)
-    fpm = pb.getFunctionPassManager()
-    for fn in module.functions:
-        if not fn.is_declaration:
-            fpm.run(fn, pb)
+    pb.getModulePassManager().run(module, pb)
 
 
 def link_artifact(
@@ -88,7 +86,7 @@ def link_artifact(
 
     module = ll.parse_assembly(str(handler_ir))
     module.data_layout = codegen._data_layout
-    _optimise_functions(module, codegen._tm)
+    _optimise_handler(module, codegen._tm)
     if kernel_library is not None:
         module.link_in(kernel_library._get_module_for_linking(), preserve=True)
     for value in (*module.functions, *module.global_variables):
