@@ -10,8 +10,9 @@ Variants: ``A`` (x + 1), ``B`` (x * 10), ``C<n>`` (adds the closure constant n),
 ``G<n>`` (multiplies by the module global SCALE = n), ``H<n>`` (calls a global
 ``@njit`` helper adding n), ``F`` (``fastmath`` given as a set), ``N`` (allocates
 with ``np.empty``), ``R`` (raises ValueError with run-time values: the line then
-has ``error`` instead of ``out``), ``X`` (calls a ctypes function: not cacheable).
-The last two read a Numba environment at run time.
+has ``error`` instead of ``out``), ``X`` (calls a ctypes function: not cacheable),
+``K`` (an ``@njit(cache=True)`` kernel), ``D`` (calls an ``@njit(cache=True)``
+helper: not cacheable when Numba loads that helper from its own disk cache).
 """
 
 from __future__ import annotations
@@ -31,6 +32,17 @@ from polykernel.backends.numba_cpu import numba_kernel
 from polykernel.errors import KernelExecutionError
 
 SCALE = 10.0  # read by the G variants, set from the variant name
+
+
+@numba.njit(cache=True)
+def cached_helper(v):
+    return v * 4
+
+
+@numba.njit(cache=True)
+def k(x, out):  # variant K
+    for i in range(out.size):
+        out[i] = x[i] - 1
 
 
 def _helper(n: float):
@@ -113,6 +125,16 @@ def make(variant: str):
                 if x[i] >= 3:
                     raise ValueError("bad value", i, x[i])
                 out[i] = x[i]
+
+    elif tag == "K":
+        return globals()["k"]
+
+    elif tag == "D":
+
+        @numba.njit
+        def k(x, out):
+            for i in range(out.size):
+                out[i] = cached_helper(x[i])
 
     elif tag == "X":
         fabs = _cfabs()

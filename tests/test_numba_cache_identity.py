@@ -32,6 +32,8 @@ def expect(variant: str) -> list[float]:
         "H": lambda v: v + float(arg),
         "F": lambda v: v * 2,
         "N": lambda v: v * 3,
+        "K": lambda v: v - 1,
+        "D": lambda v: v * 4,
         "X": lambda v: abs(v - 10),
     }[tag]
     return [rule(v) for v in X]
@@ -174,3 +176,15 @@ def test_uncacheable_kernel_runs_and_writes_nothing(run_env, tmp_path):
     (entry,) = _entries(tmp_path)  # only A's
     assert json.loads((entry / "meta.json").read_text())["label"] == "make.<locals>.k"
     assert os.stat(entry).st_mode & 0o077 == 0
+
+
+def test_numba_own_disk_cache_is_never_built_upon(run_env, tmp_path):
+    numba_cache = tmp_path / "numba"
+    env = dict(_env(run_env, tmp_path), NUMBA_CACHE_DIR=str(numba_cache))
+    assert _child(env, "K", "D") == {"K": "built", "D": "built"}
+    assert any(numba_cache.rglob("*.nbi"))  # Numba cached the helper
+    # a fresh polykernel cache, Numba's own one full: a cache=True kernel is
+    # compiled afresh (and cached by us); a kernel whose helper Numba loads
+    # from its cache runs, but is not cached
+    env["POLYKERNEL_CACHE_DIR"] = str(tmp_path / "pk2")
+    assert _child(env, "D", "K") == {"D": "uncached", "K": "built"}
