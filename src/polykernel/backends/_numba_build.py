@@ -9,9 +9,10 @@ compilation at all.
 
 Not cached (reason at DEBUG, logger ``polykernel.backends._numba_build``): a
 kernel that cannot be fingerprinted by content, or whose linked code depends on
-this process (dynamic globals, a Numba environment, code Numba loaded from its own
-cache, ...). The former still runs the linked artefact; the latter a handler whose
-kernel symbol resolves to the kernel compiled in this process, like any Numba call.
+this process (dynamic globals, a Numba environment holding constants, code Numba
+loaded from its own disk cache, ...). The former still runs the linked artefact;
+the latter a handler whose kernel symbol resolves to the kernel compiled in this
+process, like any Numba call.
 
 Numba's threading layer is made thread-safe on first use (never at import): XLA
 may run handlers on several threads at once, which aborts the process under
