@@ -155,24 +155,6 @@ def test_attribute_and_batch_mismatches_are_reported_by_the_handler():
     np.testing.assert_allclose(ok, np.full((4, 3), 3.0))
 
 
-def test_intrinsics_reject_misuse_at_compile_time():
-    from polykernel.ffi.intrinsics import guarded_call, handler_error
-
-    @numba.njit
-    def dynamic_label(label):
-        return handler_error(0, label, 0, 0, 0, 0)
-
-    with pytest.raises(TypeError, match="label must be a string literal"):
-        dynamic_label("not literal")
-
-    @numba.njit
-    def not_a_dispatcher():
-        return guarded_call(0, "label", 3, (1,))
-
-    with pytest.raises(TypeError, match=r"guarded_call\(api, label, dispatcher"):
-        not_a_dispatcher()
-
-
 def test_missing_numba_names_the_extra(run_env):
     code = (
         "import sys; sys.modules['numba'] = None\n"

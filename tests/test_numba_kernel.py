@@ -118,15 +118,16 @@ def test_every_dtype_round_trips_bit_exact():
 
 @numba.njit
 def halve_f16(x, out):
-    # float16 / bfloat16 reach Numba as uint16 views of the same bits
+    # with half_precision="bits", float16 / bfloat16 arrive as uint16 bit views
     for i in range(x.size):
         out[i] = x[i]
 
 
-def test_float16_and_bfloat16_arrive_as_uint16_bits():
+def test_float16_and_bfloat16_arrive_as_uint16_bits_on_request():
     for dt in (jnp.float16, jnp.bfloat16):
         x = jnp.array([1.5, -2.0, 0.25], dt)
-        got = numba_kernel(halve_f16, S((3,), dt))(x)
+        f = numba_kernel(halve_f16, S((3,), dt), half_precision="bits")
+        got = f(x)
         assert got.dtype == dt
         np.testing.assert_array_equal(
             np.asarray(got).view(np.uint16), np.asarray(x).view(np.uint16)

@@ -1,39 +1,53 @@
-"""Build, cache and register the generated Numba FFI handlers.
+"""Get the handler for (kernel, signature): from the disk cache, or build it.
 
-- The handler source (``_numba_codegen``) is written to
-  ``cache_root()/numba/handlers/<target>.py`` and imported from there with
-  ``cfunc(..., cache=True)``: Numba's on-disk cache is keyed on the source file, so a
-  new process loads the machine code instead of compiling (the file is rewritten
-  only when its content changes, since a new mtime invalidates Numba's index).
-- The user's kernel reaches the generated module through its globals: it is put in
-  the module namespace as ``__pk_kernel__`` before the module body runs.
-- Numba's threading layer is made thread-safe on first use (never at import): XLA
-  may run handlers on several threads at once, which aborts the process under
-  ``workqueue``.
+Build (cold path): compile the kernel for the signature (``_numba_compile``),
+generate the handler as LLVM IR around a call to it (``ffi.handler_ir`` +
+``_numba_entry``), link both into one module with only the handler exported and
+prove it self-contained (``_numba_artifact``), emit its object code, publish that
+(``_numba_cache``) and load it. Hit: check and load the cached object; no Numba
+compilation at all.
+
+Not cached (reason at DEBUG, logger ``polykernel.backends._numba_build``): a
+kernel that cannot be fingerprinted by content, or whose linked code depends on
+this process (dynamic globals, a Numba environment holding constants, code Numba
+loaded from its own disk cache, ...). The former still runs the linked artefact;
+the latter a handler whose kernel symbol resolves to the kernel compiled in this
+process, like any Numba call.
+
+Numba's threading layer is made thread-safe on first use (never at import): XLA
+may run handlers on several threads at once, which aborts the process under
+``workqueue``.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import os
-import sys
-import tempfile
+import importlib
+import logging
 import threading
 import types as pytypes
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from ..config import cache_root, ensure_private_dir
 from ..errors import BackendUnavailableError, KernelRegistrationError
+from ..ffi.handler_ir.signature import Signature
 from ..ffi.registry import register_cpu_target
-from ._numba_codegen import Signature, handler_source
 
-__all__ = ["build_handler", "handler_dir", "import_numba"]
+__all__ = ["Handler", "build_handler", "check_parallel_layer", "import_numba"]
 
+log = logging.getLogger(__name__)
 _lock = threading.RLock()
-_handlers: dict[str, Any] = {}
+_handlers: dict[str, Handler] = {}
 _SAFE_LAYERS = ("omp", "tbb", "threadsafe", "safe", "forksafe")
+
+
+@dataclass
+class Handler:
+    """A loaded handler: its entry address, owner and how it was obtained."""
+
+    target: str
+    address: int
+    library: Any
+    origin: str  # "disk" (cache hit), "built" (and cached), "uncached"
 
 
 def import_numba() -> pytypes.ModuleType:
@@ -93,88 +107,129 @@ def check_parallel_layer(numba: pytypes.ModuleType, kernel_name: str) -> None:
     )
 
 
-def handler_dir() -> Path:
-    """``cache_root()/numba/handlers``, created owner-only on first use."""
-    root = ensure_private_dir(cache_root())
-    path = ensure_private_dir(ensure_private_dir(root / "numba") / "handlers")
-    _install_locator()
-    return path
+def _codegen() -> tuple[Any, Any]:
+    from numba.core.registry import cpu_target
+
+    context = cpu_target.target_context  # also starts Numba's runtime (NRT)
+    return context, context.codegen()
 
 
-def _install_locator() -> None:
-    """Keep Numba's cache of our handlers next to them, inside the cache root.
+def build_handler(
+    target: str, sig: Signature, label: str, kernel: Any, cacheable: bool, private: dict
+) -> Handler:
+    """Load (or build, cache and load) the handler ``target`` and register it.
 
-    Numba would otherwise follow ``NUMBA_CACHE_DIR`` when it is set; a handler's
-    machine code belongs with its generated source so ``cache clear`` removes both.
+    ``cacheable`` is False when the kernel has no content fingerprint; ``private``
+    holds the kernel's private (disk-cache free) dispatcher copies.
     """
-    from numba.core import caching
+    from . import _numba_cache
 
-    classes = caching.CacheImpl._locator_classes
-    if classes and classes[0] is _handler_locator():
-        return
-    classes.insert(0, _handler_locator())
-
-
-@functools.cache
-def _handler_locator() -> type:
-    from numba.core import caching
-
-    class HandlerCacheLocator(caching.InTreeCacheLocator):
-        @classmethod
-        def from_function(cls, py_func: Any, py_file: str) -> Any:
-            if Path(py_file).parent != handler_dir_path():
-                return None
-            return cls(py_func, py_file)
-
-    return HandlerCacheLocator
-
-
-def handler_dir_path() -> Path:
-    """Where handler sources live (not created)."""
-    return cache_root() / "numba" / "handlers"
-
-
-def _write_if_changed(path: Path, text: str) -> None:
-    try:
-        if path.read_text() == text:
-            return
-    except OSError:
-        pass
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-
-
-def build_handler(target: str, sig: Signature, label: str, kernel: Any) -> Any:
-    """Compile (or load from disk) and register the handler for ``target``.
-
-    Returns the Numba ``CFunc``; it is kept alive by the registry.
-    """
     with _lock:
-        cached = _handlers.get(target)
-        if cached is not None:
-            return cached
-        # A handler loaded from the disk cache skips the compile passes that start
-        # Numba's threading layer and bind its scheduler symbols; a prange kernel
-        # would then jump through unresolved symbols. Start it first, always (the
-        # kernel may call parallel functions even if it is not parallel itself).
+        handler = _handlers.get(target)
+        if handler is not None:
+            return handler
+        context, codegen = _codegen()
+        if cacheable:
+            key = _numba_cache.cache_key(target, codegen)
+            handler = _from_disk(key, target, context)
+            if handler is None:
+                with _numba_cache.lock(key):  # one build across processes
+                    handler = _from_disk(key, target, context)
+                    if handler is None:
+                        handler = _build(context, target, sig, label, kernel,
+                                         private, key)  # fmt: skip
+        else:
+            log.debug("numba_kernel '%s': not cached (no content fingerprint)", label)
+            handler = _build(context, target, sig, label, kernel, private, None)
+        register_cpu_target(target, handler.address, handler)
+        _handlers[target] = handler
+        return handler
+
+
+def _resolvable(context: Any, names: list[str]) -> bool:
+    """True if every symbol resolves now. Numba starts its runtime (NRT) and its
+    threading layer lazily, at the first compile, and a cache hit compiles
+    nothing: start whichever the object needs (MCJIT aborts the process on a
+    missing symbol, so nothing is loaded before this holds)."""
+    from ._numba_artifact import unresolved
+
+    codegen = context.codegen()
+    missing = unresolved(codegen, names)
+    if any(n.startswith("NRT_") for n in missing):
+        from numba.core.runtime import rtsys
+
+        rtsys.initialize(context)
+        missing = unresolved(codegen, names)
+    if missing:
         from numba.np.ufunc.parallel import _launch_threads
 
         _launch_threads()
-        path = handler_dir() / f"{target}.py"
-        _write_if_changed(path, handler_source(sig, label))
-        spec = importlib.util.spec_from_file_location(f"_pk_numba_{target}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        module.__dict__["__pk_kernel__"] = kernel
-        sys.modules[spec.name] = module  # Numba's cache resolves the module by name
-        try:
-            spec.loader.exec_module(module)
-        except Exception:
-            sys.modules.pop(spec.name, None)
-            raise
-        handler = module.handler
-        register_cpu_target(target, handler.address, (handler, module))
-        _handlers[target] = handler
-        return handler
+        missing = unresolved(codegen, names)
+    if missing:
+        log.debug("unresolved symbols: %s", ", ".join(missing))
+    return not missing
+
+
+def _from_disk(key: str, target: str, context: Any) -> Handler | None:
+    from . import _numba_cache
+    from ._numba_artifact import load_object
+
+    found = _numba_cache.lookup(key)
+    if found is None:
+        return None
+    obj, meta = found
+    if meta.get("entry") != target or not _resolvable(context, meta["externals"]):
+        log.debug("numba cache entry %s cannot be loaded here; rebuilding", key[:12])
+        return None
+    envs = [tuple(e) for e in meta.get("environments", [])]
+    library, address = load_object(context.codegen(), target, obj, envs)
+    return Handler(target, address, library, "disk")
+
+
+def _build(context, target, sig, label, kernel, private, key) -> Handler:
+    from numba.core.compiler_lock import global_compiler_lock
+
+    from ..ffi.handler_ir.handler import define_handler
+    from . import _numba_cache
+    from ._numba_artifact import (
+        emit_object,
+        external_symbols,
+        link_artifact,
+        load_object,
+    )
+    from ._numba_compile import compile_kernel, from_numba_cache
+    from ._numba_entry import emit_kernel_call
+
+    codegen = context.codegen()
+    binding = compile_kernel(kernel, sig, private)
+    module = codegen._create_empty_module(target)
+    define_handler(module, target, sig, label, emit_kernel_call(context, binding))
+    with global_compiler_lock:
+        artifact = link_artifact(codegen, module, target, binding.cres.library)
+        reused = from_numba_cache(binding.cres.library)
+        if reused:
+            artifact.problems.append(f"code from Numba's own disk cache ({reused})")
+        if not artifact.self_contained:
+            log.debug(
+                "numba_kernel '%s': not cached, the linked code depends on this "
+                "process: %s",
+                label,
+                "; ".join(artifact.problems),
+            )
+            artifact = link_artifact(codegen, module, target, None)
+        externals = external_symbols(artifact.module)
+        if not _resolvable(context, externals):
+            raise RuntimeError(f"unresolved symbols {externals}")
+        obj = emit_object(codegen, artifact)
+    if key is not None and artifact.self_contained:
+        meta = {
+            "entry": target,
+            "label": label,
+            "signature": sig.key(),
+            "externals": externals,
+            "environments": artifact.environments,
+        }
+        _numba_cache.publish(key, obj, meta)
+    library, address = load_object(codegen, target, obj, artifact.environments)
+    origin = "built" if key is not None and artifact.self_contained else "uncached"
+    return Handler(target, address, (library, binding.cres.library), origin)

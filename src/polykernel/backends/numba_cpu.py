@@ -1,9 +1,10 @@
 """``numba_kernel``: run a ``@numba.njit`` kernel inside XLA on CPU, GIL-free.
 
-The kernel becomes a typed XLA FFI custom call whose handler is a generated Numba
-``@cfunc`` (``_numba_codegen``): no Python and no GIL run on the call path. The
-kernel receives zero-copy NumPy views of the inputs, then of the outputs (which it
-fills in place), then the scalar attributes as keyword arguments::
+The kernel becomes a typed XLA FFI custom call whose handler is generated as LLVM
+IR around a direct call to the compiled kernel (``_numba_build``): no Python and
+no GIL run on the call path. The kernel receives zero-copy NumPy views of the
+inputs, then of the outputs (which it fills in place), then the scalar attributes
+as keyword arguments::
 
     @numba.njit
     def axpy(x, y, out, alpha):
@@ -20,7 +21,10 @@ from __future__ import annotations
 
 import functools
 import keyword
+import logging
 import threading
+import uuid
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,10 +35,11 @@ from ..errors import (
     KernelExecutionError,
     KernelRegistrationError,
     KernelTypeError,
+    PolykernelError,
 )
 from ..ffi import abi
+from ..ffi.handler_ir.signature import HALF_MODES, Signature
 from ..ffi.naming import kernel_fingerprint, target_name
-from ._numba_codegen import Signature
 
 __all__ = ["NumbaKernel", "numba_kernel"]
 
@@ -47,9 +52,13 @@ VMAP_METHODS = (
 )
 _ATTR_DTYPES = tuple(n for n in abi.DTYPE_CODES if n not in ("float16", "bfloat16"))
 _ATTR_DTYPES = tuple(n for n in _ATTR_DTYPES if not n.startswith("complex"))
-_TEMPLATE_VERSION = "1"  # bump when _numba_codegen output changes meaning
+_TEMPLATE_VERSION = "2"  # bump when the generated handler changes meaning
 _MARKER = "polykernel numba_kernel '"
 _EAGER_CACHE_SIZE = 64
+log = logging.getLogger(__name__)
+# Kernels without a content fingerprint get a per-process token instead (never
+# written to disk); weak keys, so a new dispatcher never inherits a dead one's.
+_local_tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def numba_kernel(
@@ -58,6 +67,7 @@ def numba_kernel(
     *,
     vmap_method: str | None = None,
     input_output_aliases: dict[int, int] | None = None,
+    half_precision: str = "float32",
 ) -> NumbaKernel:
     """Wrap a Numba CPU kernel as a JAX-callable XLA FFI custom call.
 
@@ -73,14 +83,18 @@ def numba_kernel(
             ``"expand_dims"`` (``"broadcast_all"`` when aliases are given).
         input_output_aliases: ``{input index: output index}`` for in-place updates;
             donate the input (``jax.jit(..., donate_argnums=...)``) to avoid a copy.
+        half_precision: How float16/bfloat16 buffers reach the kernel:
+            ``"float32"`` (default) as float32 arrays, with float32 results rounded
+            to nearest even into half-precision outputs; ``"bits"`` as ``uint16``
+            arrays holding the raw bits.
 
     Returns:
         A callable ``f(*arrays, **scalar_attributes)`` usable eagerly, under
         ``jax.jit`` and under ``jax.vmap`` on CPU.
 
     Raises:
-        KernelRegistrationError: ``kernel``, ``outs``, ``vmap_method`` or
-            ``input_output_aliases`` is invalid.
+        KernelRegistrationError: ``kernel``, ``outs``, ``vmap_method``,
+            ``input_output_aliases`` or ``half_precision`` is invalid.
 
     Example:
         >>> import jax, jax.numpy as jnp, numba
@@ -92,7 +106,7 @@ def numba_kernel(
         >>> f(jnp.ones(3), jnp.ones(3)).tolist()
         [2.0, 2.0, 2.0]
     """
-    return NumbaKernel(kernel, outs, vmap_method, input_output_aliases)
+    return NumbaKernel(kernel, outs, vmap_method, input_output_aliases, half_precision)
 
 
 def _kernel_name(kernel: Any) -> str:
@@ -142,6 +156,7 @@ class NumbaKernel:
         outs: Any,
         vmap_method: str | None,
         input_output_aliases: dict[int, int] | None,
+        half_precision: str = "float32",
     ) -> None:
         from ._numba_build import check_parallel_layer, import_numba
 
@@ -171,12 +186,19 @@ class NumbaKernel:
                     f"numba_kernel '{self.name}': input_output_aliases maps input {i} "
                     f"to output {o!r}, but there are {len(self.out_specs)} outputs."
                 )
+        if half_precision not in HALF_MODES:
+            raise KernelRegistrationError(
+                f"numba_kernel '{self.name}': half_precision must be one of "
+                f"{HALF_MODES}, got {half_precision!r}."
+            )
+        self.half_precision = half_precision
         default = "broadcast_all" if self.aliases else "expand_dims"
         self.vmap_method = vmap_method or default
         self._out_sig = tuple(
             (np.dtype(s.dtype).name, len(s.shape)) for s in self.out_specs
         )
         self._fingerprint: str | None = None
+        self._private: dict = {}  # private dispatcher copies (see _numba_compile)
         self._targets: dict[Signature, str] = {}
         self._eager: dict[Any, Callable[..., Any]] = {}
         self._lock = threading.Lock()
@@ -234,7 +256,11 @@ class NumbaKernel:
             a = a if hasattr(a, "ndim") else jax.numpy.asarray(a)
             ins.append((_check_dtype(self.name, f"input {i}", a.dtype), a.ndim))
         sig = Signature(
-            tuple(ins), self._out_sig, tuple((n, v.dtype.name) for n, v in attr_vals)
+            tuple(ins),
+            self._out_sig,
+            tuple((n, v.dtype.name) for n, v in attr_vals),
+            half=self.half_precision,
+            aliases=tuple(sorted(self.aliases.items())),
         )
         call = jax.ffi.ffi_call(
             self.target_for(sig),
@@ -275,6 +301,22 @@ class NumbaKernel:
 
     # -- targets ------------------------------------------------------------------
 
+    def _content_key(self) -> tuple[str, bool]:
+        """The kernel's content fingerprint and True, or a per-process token and
+        False when it has none (the handler is then never written to disk)."""
+        with self._lock:
+            if self._fingerprint is None:
+                from ..ffi.fingerprint import Unfingerprintable
+
+                try:
+                    self._fingerprint = kernel_fingerprint(self.kernel)
+                except Unfingerprintable as why:
+                    log.debug("numba_kernel '%s': no content fingerprint: %s",
+                              self.name, why)  # fmt: skip
+                    token = _local_tokens.setdefault(self.kernel, uuid.uuid4().hex)
+                    self._fingerprint = f"local:{token}"
+        return self._fingerprint, not self._fingerprint.startswith("local:")
+
     def target_for(self, sig: Signature) -> str:
         """Name of the registered FFI target for ``sig`` (built on first use)."""
         target = self._targets.get(sig)
@@ -282,27 +324,25 @@ class NumbaKernel:
             return target
         from ._numba_build import build_handler
 
-        with self._lock:
-            if self._fingerprint is None:
-                self._fingerprint = kernel_fingerprint(self.kernel)
+        content, cacheable = self._content_key()
         target = target_name(
             "pk_numba",
-            self._fingerprint,
-            sig.spec(),
+            content,
+            sig.key(),
+            self.name,
             _TEMPLATE_VERSION,
             f"{abi.API_MAJOR}.{abi.API_MINOR}",
         )
         try:
-            build_handler(target, sig, self.name, self.kernel)
-        except KernelRegistrationError:
+            build_handler(target, sig, self.name, self.kernel, cacheable, self._private)
+        except PolykernelError:
             raise
         except Exception as err:
+            ins, outs, attrs = sig.spec().split(";")
             raise KernelCompilationError(
                 f"numba_kernel '{self.name}': Numba could not compile the kernel for "
-                f"inputs ({sig.spec().split(';')[0]}), outputs "
-                f"({sig.spec().split(';')[1]}) and attributes "
-                f"({sig.spec().split(';')[2] or 'none'}): "
-                f"{type(err).__name__}: {err}"
+                f"inputs ({ins}), outputs ({outs}) and attributes "
+                f"({attrs or 'none'}): {type(err).__name__}: {err}"
             ) from err
         self._targets[sig] = target
         return target

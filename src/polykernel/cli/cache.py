@@ -2,25 +2,48 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from ._common import nonneg_int
 
 __all__ = ["cmd_cache", "register"]
 
+_SECTIONS = (("native", "native libs"), ("numba", "numba handlers"))
+
+
+def days(text: str) -> float:
+    """``argparse`` type: a non-negative number of days (``1.5`` allowed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of days >= 0, got {text!r}"
+        )
+    return value
+
 
 def register(sub: Any, common: Any) -> None:
     """Add the ``cache`` sub-command to ``sub``."""
     p = sub.add_parser("cache", parents=[common], help="inspect or empty the cache")
     acts = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    acts.add_parser("info", parents=[common], help="size and location")
+    acts.add_parser("info", parents=[common], help="size, location and entries")
     acts.add_parser("clear", parents=[common], help="delete every cache entry")
-    prune = acts.add_parser("prune", parents=[common], help="evict oldest entries")
-    prune.add_argument("--max-bytes", type=nonneg_int, required=True, metavar="N")
+    prune = acts.add_parser(
+        "prune",
+        parents=[common],
+        help="evict entries unused for --max-age days, then the least recently "
+        "used until the cache holds at most --max-bytes",
+    )
+    prune.add_argument("--max-bytes", type=nonneg_int, metavar="N")
+    prune.add_argument("--max-age", type=days, metavar="DAYS")
+    prune.set_defaults(prune_parser=prune)
     p.set_defaults(handler=cmd_cache)
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
@@ -29,22 +52,32 @@ def _size(n: int) -> str:
 
 
 def cmd_cache(args: Any) -> int:
-    """Handler of ``polykernel cache info|clear|prune --max-bytes N``."""
-    from ..native import cache
+    """Handler of ``polykernel cache info|clear|prune``."""
+    from .. import cache_admin
 
     if args.action == "info":
-        info = cache.info()
+        info = cache_admin.info()
         state = "" if info.get("exists") else " (does not exist yet)"
         print(f"cache root   {info['root']}{state}")
         print(f"size         {_size(info['bytes'])} in {info['files']} files")
-        if "native_entries" in info:
-            print(f"native libs  {info['native_entries']} entries")
+        for name, title in _SECTIONS:
+            sec = info["sections"][name]
+            if sec["entries"]:
+                size = _size(sec["bytes"])
+                print(f"{title:<12} {sec['entries']} entries ({size})")
         for name, sub in sorted(info.get("subdirs", {}).items()):
             if not sub["files"]:
                 continue
             print(f"  {name:<20} {_size(sub['bytes']):>10}  {sub['files']} files")
+        cap = cache_admin.max_bytes_from_env()
+        if cap is not None:
+            print(f"size cap     {_size(cap)} (${cache_admin.MAX_BYTES_ENV})")
     elif args.action == "clear":
-        print(f"cleared {_size(cache.clear())}")
+        print(f"cleared {_size(cache_admin.clear())}")
     else:
-        print(f"pruned {_size(cache.prune(args.max_bytes))}")
+        if args.max_bytes is None and args.max_age is None:
+            args.prune_parser.error("give --max-bytes N and/or --max-age DAYS")
+        max_age = None if args.max_age is None else args.max_age * 86400.0
+        freed = cache_admin.prune(max_bytes=args.max_bytes, max_age=max_age)
+        print(f"pruned {_size(freed)}")
     return 0

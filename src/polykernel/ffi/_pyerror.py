@@ -8,7 +8,7 @@ return the error pointer as an int; XLA copies the message, so nothing here has 
 outlive the call, and concurrent failures on several threads never share a buffer.
 
 The functions are looked up by module and attribute name at run time (never by a
-baked-in address), so a handler loaded from Numba's disk cache finds them again.
+baked-in address), so a handler loaded from the disk cache finds them again.
 """
 
 from __future__ import annotations
@@ -64,39 +64,68 @@ def _describe(spec: str) -> tuple[list[str], list[str], list[str]]:
     return ins, outs, attrs
 
 
+def _attribute_name(address: int, length: int) -> str:
+    raw = ctypes.string_at(address, length) if length else b""
+    return raw.decode("utf-8", "replace")
+
+
+def _what(kind: int, a: int, b: int, c: int, ins, outs, attrs) -> str:
+    """The "what went wrong" part for each check kind (see ffi.handler_ir.checks)."""
+    if kind == 0:
+        return (
+            f"expected {len(ins)} inputs, {len(outs)} outputs and {len(attrs)} "
+            f"attributes, got {a}, {b} and {c}"
+        )
+    if kind in (1, 2):
+        role, specs = ("input", ins) if kind == 1 else ("output", outs)
+        return (
+            f"{role} {a} must be {specs[a]} (dtype[rank], plus the same leading "
+            f"batch dims as every other buffer under vmap), got "
+            f"{abi.dtype_name(b)} of rank {c}"
+        )
+    if kind == 3:
+        return (
+            f"attribute {attrs[a]} must be a scalar of that dtype, got attribute "
+            f"type {b} with dtype {abi.dtype_name(c)}"
+        )
+    if kind == 4:
+        return (
+            f"batch dimensions of input {a} do not broadcast against the outputs' "
+            f"(batch dim {b} has size {c}; it must be 1 or the outputs' size)"
+        )
+    if kind == 5:
+        return (
+            f"input {a} ({ins[a]}) carries {b} leading batch dims but the outputs "
+            f"carry {c}; a buffer's rank must be its built rank plus the same "
+            f"number of batch dims for every buffer"
+        )
+    if kind == 6:
+        return (
+            f"attribute {a} must be named '{attrs[a].split(':')[0]}' (attributes: "
+            f"{', '.join(attrs)}), got '{_attribute_name(b, c)}'"
+        )
+    if kind == 7:
+        return f"could not allocate {a} bytes for float32 copies of half buffers"
+    return (
+        f"batch dimensions of output {a} differ from output 0's (batch dim {b} "
+        f"has size {c})"
+    )
+
+
 def handler_error(api: int, label: str, kind: int, a: int, b: int, c: int) -> int:
     """Error for a call frame that does not match what the handler was built for.
 
     ``label`` is ``"<kernel>|<in specs>;<out specs>;<attr specs>"`` (each spec like
     ``float32[2]`` or ``alpha:float32``); ``kind`` picks the check that failed and
-    ``a, b, c`` are its numbers (see the generator in ``backends/_numba_codegen``).
+    ``a, b, c`` are its numbers (see :mod:`polykernel.ffi.handler_ir.checks`).
     """
     kernel, _, spec = label.partition("|")
     ins, outs, attrs = _describe(spec)
-    where = f"polykernel numba_kernel '{kernel}'"
-    if kind == 0:
-        what = (
-            f"expected {len(ins)} inputs, {len(outs)} outputs and {len(attrs)} "
-            f"attributes, got {a}, {b} and {c}"
-        )
-    elif kind in (1, 2):
-        role, specs = ("input", ins) if kind == 1 else ("output", outs)
-        what = (
-            f"{role} {a} must be {specs[a]} (dtype[rank], plus leading batch dims "
-            f"under vmap), got {abi.dtype_name(b)} of rank {c}"
-        )
-    elif kind == 3:
-        what = (
-            f"attribute {attrs[a]} must be a scalar of that dtype, got attribute "
-            f"type {b} with dtype {abi.dtype_name(c)}"
-        )
-    else:
-        what = (
-            f"batch dimensions of input {a} do not broadcast against the "
-            f"outputs' batch dimensions (input batch rank {b}, output batch rank {c})"
-        )
+    what = _what(kind, a, b, c, ins, outs, attrs)
     message = (
-        f"{where}: {what}. Call the kernel with arrays matching the signature it "
-        f"was built for (pass a new numba_kernel for another signature)."
+        f"polykernel numba_kernel '{kernel}': {what}. Call the kernel with arrays "
+        f"matching the signature it was built for (pass a new numba_kernel for "
+        f"another signature)."
     )
-    return create_error(api, message, abi.ERRC_INVALID_ARGUMENT)
+    errc = abi.ERRC_INTERNAL if kind == 7 else abi.ERRC_INVALID_ARGUMENT
+    return create_error(api, message, errc)

@@ -8,34 +8,41 @@ Layout under ``config.cache_root()`` (created on first write, owner-only)::
     native/locks/<key40>.lock     fcntl lock: N processes, one build
     native/toolchains/*.json      compiler fingerprints keyed by path+mtime+size
     native/failed/<name>-<key12>/ sources of failed builds, kept for inspection
-    numba/ ...                    Numba's own cache (written by the Numba backend)
+    numba/ ...                    Numba handlers (``backends/_numba_cache.py``)
 
 A key is the SHA-256 over named parts; the digest of every part is logged at DEBUG
 (logger ``polykernel.native.cache``) so "why did this rebuild?" has an answer.
 ``meta.json`` is written last, with ``os.replace``: an entry without it, or whose
-library does not match the recorded checksum, is a miss and is rebuilt.
+library does not match the recorded checksum, is a miss and is rebuilt. The shared
+building blocks live in :mod:`polykernel.cache_store`.
 
 ``info``, ``clear`` and ``prune`` act on the *whole* cache root (every backend);
+they live in :mod:`polykernel.cache_admin` and are re-exported here.
 ``clear_cache`` (the reference API's) removes compiled native modules only.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
 import logging
 import os
 import shutil
-import stat
-import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import config
-from ..errors import CacheError, KernelTypeError
+from ..cache_admin import _RESERVED, apply_size_cap, clear, info, prune
+from ..cache_store import (
+    atomic_write,
+    check_private_file,
+    compute_key as _compute_key,
+    ensure_dir,
+    entry_lock,
+    sha256_file,
+)
+from ..errors import KernelTypeError
 
 __all__ = [
     "atomic_write",
@@ -53,8 +60,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-SCHEMA = "1"
-_RESERVED = {"locks", "toolchains", "failed", "tmp"}
 
 
 def native_root() -> Path:
@@ -62,57 +67,18 @@ def native_root() -> Path:
     return config.cache_root() / "native"
 
 
-def ensure_dir(path: Path) -> Path:
-    """Create ``path`` and its parents below the cache root, each owner-only."""
-    root = config.cache_root()
-    config.ensure_private_dir(root)
-    rel = Path(path).relative_to(root)
-    current = root
-    for part in rel.parts:
-        current = current / part
-        config.ensure_private_dir(current)
-    return Path(path)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temp file and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def compute_key(parts: Mapping[str, str | bytes]) -> str:
-    """SHA-256 over named parts (order-independent); each part's digest at DEBUG.
+def compute_key(parts) -> str:
+    """SHA-256 over named parts, each part's digest logged at DEBUG here.
 
     Example:
         >>> len(compute_key({"source": "int x;", "flags": "-O3"}))
         64
     """
-    total = hashlib.sha256(SCHEMA.encode())
-    for name in sorted(parts):
-        value = parts[name]
-        raw = value.encode() if isinstance(value, str) else value
-        digest = hashlib.sha256(raw).hexdigest()
-        log.debug("cache key part %-10s sha256=%s", name, digest)
-        total.update(f"\0{name}\0{digest}".encode())
-    key = total.hexdigest()
-    log.debug("cache key = %s", key)
-    return key
+    return _compute_key(parts, log)
 
 
 def entry_dir(key: str) -> Path:
     return native_root() / key[:40]
-
-
-def _sha256_file(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def lookup(key: str) -> Path | None:
@@ -134,17 +100,13 @@ def lookup(key: str) -> Path | None:
         config.ensure_private_dir(directory)  # refuses dirs others can write
     try:
         st = lib.stat()
-        ok = st.st_size == meta.get("size") and _sha256_file(lib) == meta.get("sha256")
+        ok = st.st_size == meta.get("size") and sha256_file(lib) == meta.get("sha256")
     except OSError:
         ok = False
     if not ok:
         log.warning("polykernel cache: %s is missing or corrupt; rebuilding", lib)
         return None
-    if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise CacheError(
-            f"polykernel cache: '{lib}' is not owned by you or is writable by others; "
-            f"refusing to load it. Delete it or point ${config.CACHE_ENV} elsewhere."
-        )
+    check_private_file(lib, st)
     with contextlib.suppress(OSError):
         os.utime(meta_path)  # last use, for prune()
     return lib
@@ -153,13 +115,8 @@ def lookup(key: str) -> Path | None:
 @contextlib.contextmanager
 def build_lock(key: str) -> Iterator[None]:
     """Hold an exclusive OS lock for ``key`` (blocks while another process builds)."""
-    locks = ensure_dir(native_root() / "locks")
-    with open(locks / f"{key[:40]}.lock", "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    with entry_lock(native_root(), key):
+        yield
 
 
 def publish(key: str, built_lib: Path, source: str, ext: str, meta: dict) -> Path:
@@ -167,121 +124,13 @@ def publish(key: str, built_lib: Path, source: str, ext: str, meta: dict) -> Pat
     entry = ensure_dir(entry_dir(key))
     lib = entry / "lib.so"
     atomic_write(entry / f"source.{ext}", source.encode())
-    digest, size = _sha256_file(built_lib), built_lib.stat().st_size
+    digest, size = sha256_file(built_lib), built_lib.stat().st_size
     os.chmod(built_lib, 0o600)
     os.replace(built_lib, lib)
     record = {**meta, "key": key, "sha256": digest, "size": size, "time": time.time()}
     atomic_write(entry / "meta.json", json.dumps(record, indent=1).encode())
+    apply_size_cap()
     return lib
-
-
-# ---- whole-root maintenance (used by `polykernel cache info|clear|prune`) ----
-
-
-def _units(root: Path) -> list[tuple[float, int, list[Path]]]:
-    """Evictable units as (last use, bytes, paths): a native entry, or the files of
-    one directory elsewhere (e.g. one Numba cache folder)."""
-    units = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        if here.parent == root / "native" and here.name not in _RESERVED:
-            files = [here / f for f in filenames]
-            dirnames.clear()
-            units.append(_unit(files, [here]))
-        elif filenames:
-            units.append(_unit([here / f for f in filenames], None))
-    return units
-
-
-def _unit(files: list[Path], dirs: list[Path] | None) -> tuple[float, int, list[Path]]:
-    newest, size = 0.0, 0
-    for f in files:
-        with contextlib.suppress(OSError):
-            st = f.stat()
-            newest, size = max(newest, st.st_mtime, st.st_atime), size + st.st_size
-    return newest, size, dirs if dirs is not None else files
-
-
-def info() -> dict:
-    """Size and contents of the whole cache root (every backend); creates nothing.
-
-    Example:
-        >>> sorted(info())[:3]
-        ['bytes', 'exists', 'files']
-    """
-    root = config.cache_root()
-    result: dict = {"root": str(root), "exists": root.is_dir(), "bytes": 0, "files": 0}
-    subdirs: dict[str, dict[str, int]] = {}
-    if result["exists"]:
-        for dirpath, _dirs, filenames in os.walk(root):
-            rel = Path(dirpath).relative_to(root).parts
-            top = rel[0] if rel else "."
-            bucket = subdirs.setdefault(top, {"bytes": 0, "files": 0})
-            for f in filenames:
-                with contextlib.suppress(OSError):
-                    bucket["bytes"] += os.stat(os.path.join(dirpath, f)).st_size
-                    bucket["files"] += 1
-        result["bytes"] = sum(b["bytes"] for b in subdirs.values())
-        result["files"] = sum(b["files"] for b in subdirs.values())
-        native = root / "native"
-        if native.is_dir():
-            names = [p for p in native.iterdir() if p.name not in _RESERVED]
-            result["native_entries"] = sum(p.is_dir() for p in names)
-    result["subdirs"] = subdirs
-    return result
-
-
-def clear() -> int:
-    """Delete everything under the cache root (the root itself stays); bytes freed.
-
-    Example:
-        >>> clear() >= 0
-        True
-    """
-    root = config.cache_root()
-    if not root.is_dir():
-        return 0
-    freed = info()["bytes"]
-    for child in root.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                child.unlink()
-    return freed
-
-
-def prune(max_bytes: int) -> int:
-    """Evict least recently used entries until the root holds ``<= max_bytes``.
-
-    Returns:
-        The number of bytes freed.
-
-    Example:
-        >>> prune(10**12)
-        0
-    """
-    if not isinstance(max_bytes, int) or max_bytes < 0:
-        raise ValueError(
-            f"polykernel cache prune: max_bytes must be a non-negative int, "
-            f"got {max_bytes!r}"
-        )
-    root = config.cache_root()
-    if not root.is_dir():
-        return 0
-    units = sorted(_units(root), key=lambda u: u[0])
-    total, freed = sum(u[1] for u in units), 0
-    for _last, size, paths in units:
-        if total - freed <= max_bytes:
-            break
-        for p in paths:
-            if p.is_dir():
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    p.unlink()
-        freed += size
-    return freed
 
 
 def clear_cache(name: str | None = None) -> int:
