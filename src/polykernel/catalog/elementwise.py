@@ -104,4 +104,5 @@ scaled_add_p.def_jvp_rule2(
     lambda t, x, y, **kw: [t],
 )
 scaled_add_p.def_call(scaled_add)
+scaled_add_p.def_batch_partitioning()
 scaled_add_p.def_benchmark_data(_benchmark_data)

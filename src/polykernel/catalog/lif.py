@@ -140,4 +140,5 @@ def _benchmark_data(*, platform: str) -> list[Any]:
 
 
 lif_step_p.def_call(lif_step)
+lif_step_p.def_batch_partitioning()
 lif_step_p.def_benchmark_data(_benchmark_data)
