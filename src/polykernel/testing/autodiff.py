@@ -1,0 +1,249 @@
+"""Derivative checks: JVP vs finite differences, transpose, ``grad`` vs ``jvp``.
+
+Each runs per floating input ``i`` on ``f_i(x) = kernel(..., x at position i, ...)``
+with the other inputs fixed, and compares floating outputs only.
+
+* ``jvp_vs_fd``: ``jvp(f_i)(x; t)`` against ``(f_i(x + h t) - f_i(x - h t)) / 2h``
+  with ``h = eps ** (1/3)`` of the dtype, scaled by ``max(1, |x|)``. Passes when
+  ``max |jvp - fd| <= rtol * max |fd| + 10 eps max |f| / h`` (the second term is
+  the rounding error of the difference quotient).
+* ``transpose``: for inputs the kernel is linear in, the dot-product test
+  ``<ct, J t> = <J^T ct, t>`` with ``J^T`` from ``jax.linear_transpose``.
+* ``grad_vs_jvp``: ``<grad L, t> = jvp(L)(t)`` for ``L(x) = sum_k <w_k, f_k(x)>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from .report import CheckResult
+from .subject import Subject, error_text
+from .tolerance import Comparison, dot_rtol, fd_rtol, fd_step
+
+__all__ = ["check_grad", "check_jvp", "check_transpose", "linear_inputs"]
+
+
+def _partial(subject: Subject, backend: str, i: int):
+    fn = subject.function(backend)
+    floats = subject.float_outputs()
+
+    def f(x: Any) -> list[Any]:
+        args = list(subject.args)
+        args[i] = x
+        out = fn(*args)
+        return [out[k] for k in floats]
+
+    return f
+
+
+def _jvp_of(f):
+    return lambda x, t: jax.jvp(f, (x,), (t,))[1]
+
+
+def _run(fn, *args):
+    return [np.asarray(o) for o in fn(*args)]
+
+
+def check_jvp(subject: Subject, backend: str) -> list[CheckResult]:
+    """JVP of each floating input against central finite differences."""
+    results = []
+    for i in subject.float_inputs():
+        x = subject.args[i]
+        t = subject.random_like(x, salt=100 + i)
+        f = _partial(subject, backend, i)
+        case = f"input {i}"
+        try:
+            with jax.default_device(subject.device):
+                tangents = jax.jit(_jvp_of(f))(x, t)
+                step = fd_step(x.dtype) * max(1.0, float(np.max(np.abs(x), initial=0)))
+                plus = _run(f, x + step * t)
+                minus = _run(f, x - step * t)
+                center = _run(f, x)
+        except Exception as err:
+            results.append(
+                subject.failed("jvp_vs_fd", backend, case, detail=error_text(err))
+            )
+            continue
+        results.append(
+            _judge_fd(
+                subject, backend, case, x.dtype, step, tangents, plus, minus, center
+            )
+        )
+    return results
+
+
+def _judge_fd(subject, backend, case, dtype, step, tangents, plus, minus, center):
+    eps = float(jax.numpy.finfo(dtype).eps)
+    worst, failure = 0.0, ""
+    rel_worst = 0.0
+    for k, (jt, p, m, c) in enumerate(zip(tangents, plus, minus, center, strict=True)):
+        fd = (p.astype(np.float64) - m.astype(np.float64)) / (2 * step)
+        diff = np.abs(np.asarray(jt, np.float64) - fd)
+        scale = float(np.max(np.abs(fd), initial=0.0))
+        bound = (
+            fd_rtol(dtype) * scale
+            + 10 * eps * float(np.max(np.abs(c), initial=0)) / step
+        )
+        largest = float(np.max(diff, initial=0.0))
+        worst, rel_worst = max(worst, largest), max(rel_worst, largest / (scale or 1.0))
+        if not failure and (largest > bound or not np.isfinite(largest)):
+            at = tuple(int(j) for j in np.unravel_index(np.argmax(diff), diff.shape))
+            failure = (
+                f"output {k}: max |jvp - fd| = {largest:.3g} > {bound:.3g} at {at} "
+                f"(jvp {np.asarray(jt)[at]!r}, fd {fd[at]:.6g})"
+            )
+    comparison = Comparison(not failure, worst, rel_worst, failure)
+    label = f"rtol={fd_rtol(dtype):g} h={step:.1e}"
+    return subject.judged("jvp_vs_fd", backend, comparison, case, label)
+
+
+def linear_inputs(subject: Subject, backend: str) -> tuple[list[int], list[str]]:
+    """Inputs the kernel is linear in, and why each other float input is not.
+
+    ``subject.linear_argnums`` wins when given; otherwise a floating input is linear
+    when ``f(2x) = 2 f(x)`` and ``f(x + y) = f(x) + f(y)`` hold for random ``y``
+    (within ten times the output tolerance).
+    """
+    if subject.linear_argnums is not None:
+        return list(subject.linear_argnums), []
+    linear, notes = [], []
+    for i in subject.float_inputs():
+        f = _partial(subject, backend, i)
+        x = subject.args[i]
+        y = subject.random_like(x, salt=200 + i)
+        with jax.default_device(subject.device):
+            fx, fy, f2x, fxy = _run(f, x), _run(f, y), _run(f, 2 * x), _run(f, x + y)
+        checks = [
+            (f2x, [2 * a for a in fx]),
+            (fxy, [a + b for a, b in zip(fx, fy, strict=True)]),
+        ]
+        if fx and all(_close(got, want) for got, want in checks):
+            linear.append(i)
+        else:
+            notes.append(f"input {i}")
+    return linear, notes
+
+
+def _close(got: list[np.ndarray], want: list[np.ndarray]) -> bool:
+    from .tolerance import compare_outputs, tolerance_for
+
+    tols = []
+    for g in got:
+        base = tolerance_for(g.dtype)
+        tols.append(type(base)(10 * base.rtol, 10 * base.atol))
+    return compare_outputs(got, want, tols).ok
+
+
+def _dot(a: Any, b: Any) -> complex:
+    return complex(np.sum(np.asarray(a, np.complex128) * np.asarray(b, np.complex128)))
+
+
+def _norm(a: Any) -> float:
+    return float(np.linalg.norm(np.asarray(a, np.complex128).ravel()))
+
+
+def check_transpose(
+    subject: Subject, backend: str, linear: list[int]
+) -> list[CheckResult]:
+    """Dot-product test ``<ct, J t> = <J^T ct, t>`` for each linear input."""
+    results = []
+    for i in linear:
+        x = subject.args[i]
+        f = _partial(subject, backend, i)
+        t = subject.random_like(x, salt=300 + i)
+        case = f"input {i}"
+        try:
+            with jax.default_device(subject.device):
+                jt = _run(f, t)
+                cts = [subject.random_like(o, salt=400 + k) for k, o in enumerate(jt)]
+                (jtct,) = jax.jit(jax.linear_transpose(f, x))(cts)
+        except Exception as err:
+            results.append(
+                subject.failed("transpose", backend, case, detail=error_text(err))
+            )
+            continue
+        lhs = sum(_dot(c, j) for c, j in zip(cts, jt, strict=True))
+        rhs = _dot(jtct, t)
+        scale = sum(_norm(c) * _norm(j) for c, j in zip(cts, jt, strict=True))
+        scale += _norm(jtct) * _norm(t)
+        results.append(
+            _judge_dot(
+                subject,
+                "transpose",
+                backend,
+                case,
+                x.dtype,
+                lhs,
+                rhs,
+                scale,
+                "<ct, J t>",
+                "<J^T ct, t>",
+            )
+        )
+    return results
+
+
+def _judge_dot(subject, check, backend, case, dtype, lhs, rhs, scale, lname, rname):
+    diff = abs(lhs - rhs)
+    rel = diff / scale if scale else diff
+    ok = rel <= dot_rtol(dtype)
+    detail = "" if ok else f"{lname} = {_real(lhs):.8g} but {rname} = {_real(rhs):.8g}"
+    comparison = Comparison(ok, diff, rel, detail)
+    return subject.judged(check, backend, comparison, case, f"rtol={dot_rtol(dtype):g}")
+
+
+def _real(z: complex) -> Any:
+    return z.real if z.imag == 0 else z
+
+
+def check_grad(subject: Subject, backend: str) -> list[CheckResult]:
+    """``<grad L, t>`` equals the JVP of ``L`` along ``t``, per floating input."""
+    results = []
+    for i in subject.float_inputs():
+        x = subject.args[i]
+        case = f"input {i}"
+        if np.iscomplexobj(np.zeros((), x.dtype)):
+            results.append(
+                subject.skipped("grad_vs_jvp", backend, "complex input", case)
+            )
+            continue
+        f = _partial(subject, backend, i)
+        with jax.default_device(subject.device):
+            weights = [
+                subject.random_like(o, salt=500 + k) for k, o in enumerate(_run(f, x))
+            ]
+
+            def loss(v: Any, f=f, weights=weights) -> Any:
+                return sum(
+                    jax.numpy.sum(w * o).real
+                    for w, o in zip(weights, f(v), strict=True)
+                )
+
+            t = subject.random_like(x, salt=600 + i)
+            try:
+                grad = np.asarray(jax.jit(jax.grad(loss))(x))
+            except Exception as err:
+                reason = f"reverse mode unavailable: {error_text(err, 160)}"
+                results.append(subject.skipped("grad_vs_jvp", backend, reason, case))
+                continue
+            along = jax.jit(_jvp_of(loss))(x, t)
+        lhs, rhs = _dot(grad, t), complex(np.asarray(along))
+        scale = _norm(grad) * _norm(t) + abs(rhs)
+        results.append(
+            _judge_dot(
+                subject,
+                "grad_vs_jvp",
+                backend,
+                case,
+                x.dtype,
+                lhs,
+                rhs,
+                scale,
+                "<grad, t>",
+                "jvp(t)",
+            )
+        )
+    return results
