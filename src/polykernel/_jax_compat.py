@@ -26,6 +26,7 @@ __all__ = [
     "has_transpose_rule",
     "instantiate_zeros",
     "is_undefined_primal",
+    "linear_operand_positions",
     "lower_fun",
     "lowering_mesh",
     "register_lowering",
@@ -180,3 +181,44 @@ def unsharded_inputs(ctx: Any) -> Any:
         for a in ctx.avals_in
     ]
     return ctx.replace(avals_in=plain)
+
+
+def linear_operand_positions(linear_fn: Any, example: Any, prim: Primitive) -> set[int]:
+    """Operand positions of ``prim`` that the input of ``linear_fn`` flows into.
+
+    ``linear_fn`` is a linearized function (``jax.linearize``); the positions are
+    the inputs of ``prim`` its transpose rule must handle. Calls inside ``jit``
+    (``pjit``) are followed; other higher-order primitives are not looked into.
+    """
+    from jax._src import core
+
+    closed = jax.make_jaxpr(linear_fn)(example)
+    positions: set[int] = set()
+
+    def walk(jaxpr: Any, reached: set[Any]) -> set[Any]:
+        for eqn in jaxpr.eqns:
+            hits = [
+                k
+                for k, v in enumerate(eqn.invars)
+                if not isinstance(v, core.Literal) and v in reached
+            ]
+            if not hits:
+                continue
+            if eqn.primitive is prim:
+                positions.update(hits)
+            inner = eqn.params.get("jaxpr")
+            if isinstance(inner, core.ClosedJaxpr):
+                sub = {inner.jaxpr.invars[k] for k in hits}
+                out = walk(inner.jaxpr, sub)
+                pairs = zip(eqn.outvars, inner.jaxpr.outvars, strict=True)
+                reached.update(
+                    o
+                    for o, io in pairs
+                    if not isinstance(io, core.Literal) and io in out
+                )
+            else:
+                reached.update(eqn.outvars)
+        return reached
+
+    walk(closed.jaxpr, set(closed.jaxpr.invars))
+    return positions

@@ -113,14 +113,13 @@ def _transpose_checks(subject, backend, prim, why) -> list[CheckResult]:
     if why or not jc.has_transpose_rule(prim):
         reason = why or "no transpose rule (def_transpose_rule)"
         return [subject.skipped("transpose", backend, reason)]
-    linear, nonlinear = linear_inputs(subject, backend)
-    out = check_transpose(subject, backend, linear)
-    if nonlinear:
-        text = ", ".join(nonlinear)
-        out.append(subject.skipped("transpose", backend, f"not linear in {text}"))
+    try:
+        linear, how = linear_inputs(subject, backend)
+    except Exception as err:
+        return [subject.failed("transpose", backend, detail=error_text(err))]
     if not linear:
-        out.append(subject.skipped("transpose", backend, "linear in no input"))
-    return out
+        return [subject.skipped("transpose", backend, f"no linear input ({how})")]
+    return check_transpose(subject, backend, linear)
 
 
 def check_kernel(
