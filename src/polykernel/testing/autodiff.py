@@ -27,21 +27,44 @@ from .tolerance import Comparison, dot_rtol, fd_rtol, fd_step
 __all__ = ["check_grad", "check_jvp", "check_transpose", "linear_inputs"]
 
 
-def _partial(subject: Subject, backend: str, i: int):
-    fn = subject.function(backend)
-    floats = subject.float_outputs()
+class _Input:
+    """The kernel as a function of input ``i`` (floating outputs only).
 
-    def f(x: Any) -> list[Any]:
-        args = list(subject.args)
-        args[i] = x
-        out = fn(*args)
-        return [out[k] for k in floats]
+    Under ``jit`` the other inputs are passed as arguments: captured arrays would
+    become constants that XLA may spend seconds constant-folding.
+    """
 
-    return f
+    def __init__(self, subject: Subject, backend: str, i: int) -> None:
+        self._fn = subject.function(backend)
+        self._floats = subject.float_outputs()
+        self.i = i
+        self.others = [a for j, a in enumerate(subject.args) if j != i]
 
+    def apply(self, x: Any, others: list[Any]) -> list[Any]:
+        args = list(others)
+        args.insert(self.i, x)
+        out = self._fn(*args)
+        return [out[k] for k in self._floats]
 
-def _jvp_of(f):
-    return lambda x, t: jax.jvp(f, (x,), (t,))[1]
+    def __call__(self, x: Any) -> list[Any]:
+        return self.apply(x, self.others)
+
+    def jvp(self, x: Any, t: Any) -> list[Any]:
+        """Tangents of the outputs along ``t``, computed under ``jit``."""
+
+        def tangents(x: Any, t: Any, others: list[Any]) -> list[Any]:
+            return jax.jvp(lambda v: self.apply(v, others), (x,), (t,))[1]
+
+        return jax.jit(tangents)(x, t, self.others)
+
+    def transpose(self, x: Any, cts: list[Any]) -> Any:
+        """``J^T cts`` from ``jax.linear_transpose``, under ``jit``."""
+        spec = jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+        def transposed(cts: list[Any], others: list[Any]) -> Any:
+            return jax.linear_transpose(lambda v: self.apply(v, others), spec)(cts)[0]
+
+        return jax.jit(transposed)(cts, self.others)
 
 
 def _run(fn, *args):
@@ -54,11 +77,11 @@ def check_jvp(subject: Subject, backend: str) -> list[CheckResult]:
     for i in subject.float_inputs():
         x = subject.args[i]
         t = subject.random_like(x, salt=100 + i)
-        f = _partial(subject, backend, i)
+        f = _Input(subject, backend, i)
         case = f"input {i}"
         try:
             with jax.default_device(subject.device):
-                tangents = jax.jit(_jvp_of(f))(x, t)
+                tangents = f.jvp(x, t)
                 step = fd_step(x.dtype) * max(1.0, float(np.max(np.abs(x), initial=0)))
                 plus = _run(f, x + step * t)
                 minus = _run(f, x - step * t)
@@ -116,7 +139,7 @@ def linear_inputs(subject: Subject, backend: str) -> tuple[list[int], str]:
     if jc.has_jvp_rule(prim):
         found: set[int] = set()
         for i in subject.float_inputs():
-            f = _partial(subject, backend, i)
+            f = _Input(subject, backend, i)
             x = subject.args[i]
             with jax.default_device(subject.device):
                 _, linear_fn = jax.linearize(f, x)
@@ -124,7 +147,7 @@ def linear_inputs(subject: Subject, backend: str) -> tuple[list[int], str]:
         return sorted(found), "tangents reaching the primitive in its JVP"
     linear = []
     for i in subject.float_inputs():
-        f = _partial(subject, backend, i)
+        f = _Input(subject, backend, i)
         x = subject.args[i]
         y = subject.random_like(x, salt=200 + i)
         with jax.default_device(subject.device):
@@ -160,14 +183,14 @@ def check_transpose(
     results = []
     for i in linear:
         x = subject.args[i]
-        f = _partial(subject, backend, i)
+        f = _Input(subject, backend, i)
         t = subject.random_like(x, salt=300 + i)
         case = f"input {i}"
         try:
             with jax.default_device(subject.device):
                 jt = _run(f, t)
                 cts = [subject.random_like(o, salt=400 + k) for k, o in enumerate(jt)]
-                (jtct,) = jax.jit(jax.linear_transpose(f, x))(cts)
+                jtct = f.transpose(x, cts)
         except Exception as err:
             results.append(
                 subject.failed("transpose", backend, case, detail=error_text(err))
@@ -207,6 +230,30 @@ def _real(z: complex) -> Any:
     return z.real if z.imag == 0 else z
 
 
+def _loss(f: _Input, weights: list[Any]):
+    def loss(v: Any, others: list[Any], weights: list[Any]) -> Any:
+        outs = f.apply(v, others)
+        return sum(
+            jax.numpy.sum(w * o).real for w, o in zip(weights, outs, strict=True)
+        )
+
+    return loss
+
+
+def _jvp_of_loss(f: _Input, x: Any, t: Any, weights: list[Any]) -> Any:
+    loss = _loss(f, weights)
+
+    def along(x: Any, t: Any, others: list[Any], weights: list[Any]) -> Any:
+        return jax.jvp(lambda v: loss(v, others, weights), (x,), (t,))[1]
+
+    return jax.jit(along)(x, t, f.others, weights)
+
+
+def _grad_of_loss(f: _Input, x: Any, weights: list[Any]) -> np.ndarray:
+    loss = _loss(f, weights)
+    return np.asarray(jax.jit(jax.grad(loss))(x, f.others, weights))
+
+
 def check_grad(subject: Subject, backend: str) -> list[CheckResult]:
     """``<grad L, t>`` equals the JVP of ``L`` along ``t``, per floating input."""
     results = []
@@ -218,26 +265,25 @@ def check_grad(subject: Subject, backend: str) -> list[CheckResult]:
                 subject.skipped("grad_vs_jvp", backend, "complex input", case)
             )
             continue
-        f = _partial(subject, backend, i)
+        f = _Input(subject, backend, i)
+        t = subject.random_like(x, salt=600 + i)
         with jax.default_device(subject.device):
             weights = [
-                subject.random_like(o, salt=500 + k) for k, o in enumerate(_run(f, x))
+                subject.random_like(o, 500 + k) for k, o in enumerate(_run(f, x))
             ]
-
-            def loss(v: Any, f=f, weights=weights) -> Any:
-                return sum(
-                    jax.numpy.sum(w * o).real
-                    for w, o in zip(weights, f(v), strict=True)
-                )
-
-            t = subject.random_like(x, salt=600 + i)
             try:
-                grad = np.asarray(jax.jit(jax.grad(loss))(x))
+                along = _jvp_of_loss(f, x, t, weights)
+            except Exception as err:
+                results.append(
+                    subject.failed("grad_vs_jvp", backend, case, detail=error_text(err))
+                )
+                continue
+            try:
+                grad = _grad_of_loss(f, x, weights)
             except Exception as err:
                 reason = f"reverse mode unavailable: {error_text(err, 160)}"
                 results.append(subject.skipped("grad_vs_jvp", backend, reason, case))
                 continue
-            along = jax.jit(_jvp_of(loss))(x, t)
         lhs, rhs = _dot(grad, t), complex(np.asarray(along))
         scale = _norm(grad) * _norm(t) + abs(rhs)
         results.append(

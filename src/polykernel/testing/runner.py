@@ -9,7 +9,6 @@ import jax
 import numpy as np
 
 from .. import _jax_compat as jc
-from ..errors import KernelRegistrationError
 from ..kernel_table import lowering_platforms
 from .autodiff import check_grad, check_jvp, check_transpose, linear_inputs
 from .batching import check_vmap
@@ -19,10 +18,11 @@ from .forward import (
     check_jit_vs_eager,
     check_reference,
 )
+from .options import check_options, linear_argnums_of, resolve_kernel, wanted_checks
 from .report import CheckReport, CheckResult, KernelCheckError
 from .subject import Subject, error_text
 
-__all__ = ["CHECKS", "check_kernel"]
+__all__ = ["CHECKS", "check_kernel", "present_platforms"]
 
 #: Every check, in the order they run for each backend.
 CHECKS = (
@@ -37,7 +37,7 @@ CHECKS = (
 )
 
 
-def _platforms() -> dict[str, Any]:
+def present_platforms() -> dict[str, Any]:
     """Our platform name -> the first JAX device of it, for devices present."""
     names = lowering_platforms()
     found: dict[str, Any] = {}
@@ -177,12 +177,12 @@ def check_kernel(
         >>> check_kernel(op, jnp.ones(4), outs=spec).ok
         True
     """
-    kernel = _resolve_kernel(kernel)
-    wanted = _wanted_checks(checks)
-    _check_options(kernel, reference, backends, atol, rtol, kwargs)
+    kernel = resolve_kernel(kernel)
+    wanted = wanted_checks(checks, CHECKS)
+    check_options(kernel, reference, backends, atol, rtol, kwargs)
     results: list[CheckResult] = []
     ran_somewhere = False
-    for platform, device in _platforms().items():
+    for platform, device in present_platforms().items():
         chosen = [
             b
             for b in kernel.available_backends(platform)
@@ -201,7 +201,7 @@ def check_kernel(
             device,
             rtol,
             atol,
-            _linear(kernel, linear_argnums, arrays),
+            linear_argnums_of(kernel, linear_argnums, arrays),
         )
         results += _check_platform(subject, chosen, reference, wanted)
     if not ran_somewhere:
@@ -209,7 +209,7 @@ def check_kernel(
 
         raise KernelNotAvailableError(
             f"check_kernel('{kernel.name}'): no selected backend is registered on a "
-            f"platform present here (devices: {sorted(_platforms())}; backends: "
+            f"platform present here (devices: {sorted(present_platforms())}; backends: "
             f"{ {p: kernel.available_backends(p) for p in ('cpu', 'gpu', 'tpu')} }, "
             f"selected: {backends}). Run where a device of the kernel's platform is "
             f"visible, or register a kernel for one of the platforms present."
@@ -229,87 +229,12 @@ def _check_platform(subject, backends, reference, wanted) -> list[CheckResult]:
         except Exception as err:
             outputs[backend] = None
             results.append(subject.failed("run", backend, detail=error_text(err)))
-    ref = _reference_outputs(subject, reference, backends, outputs)
+    ref: tuple[Any, str] = (None, "none")
+    if "backend_vs_reference" in wanted:
+        ref = _reference_outputs(subject, reference, backends, outputs)
     for backend in backends:
         if outputs[backend] is None:
             results.append(subject.skipped("all", backend, "the backend failed to run"))
             continue
         results += _backend_checks(subject, backend, outputs[backend], ref, wanted)
     return results
-
-
-def _resolve_kernel(kernel: Any) -> Any:
-    from ..primitive import XLACustomKernel
-
-    if isinstance(kernel, str):
-        from ..registry import get_primitive
-
-        kernel = get_primitive(kernel)
-    if not isinstance(kernel, XLACustomKernel):
-        raise TypeError(
-            f"check_kernel(): kernel must be an XLACustomKernel or the name of a "
-            f"registered one (got {type(kernel).__name__})."
-        )
-    return kernel
-
-
-def _wanted_checks(checks: Sequence[str] | None) -> frozenset[str]:
-    if checks is None:
-        return frozenset(CHECKS)
-    if isinstance(checks, str):
-        checks = [checks]
-    unknown = sorted(set(checks) - set(CHECKS))
-    if unknown:
-        raise ValueError(
-            f"check_kernel(): unknown check(s) {unknown}; choose from {list(CHECKS)}."
-        )
-    return frozenset(checks)
-
-
-def _check_options(kernel, reference, backends, atol, rtol, kwargs) -> None:
-    name = kernel.name
-    if "backend" in kwargs:
-        raise ValueError(
-            f"check_kernel('{name}'): pass backends=[...] to choose backends; "
-            f"'backend' is not a kernel parameter here."
-        )
-    registered = {
-        b for p in ("cpu", "gpu", "tpu") for b in kernel.available_backends(p)
-    }
-    if isinstance(backends, str):
-        raise TypeError(
-            f"check_kernel('{name}'): backends must be a list of names, e.g. "
-            f"backends=[{backends!r}] (got the string {backends!r})."
-        )
-    for b in [*(backends or ()), *([reference] if isinstance(reference, str) else [])]:
-        if b not in registered:
-            raise KernelRegistrationError(
-                f"check_kernel('{name}'): backend {b!r} is not registered "
-                f"(registered: {sorted(registered)})."
-            )
-    if reference is not None and not (
-        isinstance(reference, str) or callable(reference)
-    ):
-        raise TypeError(
-            f"check_kernel('{name}'): reference must be a backend name, a callable "
-            f"or None (got {type(reference).__name__})."
-        )
-    for label, value in (("atol", atol), ("rtol", rtol)):
-        if value is not None and not (isinstance(value, (int, float)) and value >= 0):
-            raise ValueError(
-                f"check_kernel('{name}'): {label} must be a number >= 0 or None "
-                f"(got {value!r})."
-            )
-
-
-def _linear(kernel, linear_argnums, arrays) -> list[int] | None:
-    if linear_argnums is None:
-        return None
-    items = list(linear_argnums)
-    for i in items:
-        if not isinstance(i, int) or not 0 <= i < len(arrays):
-            raise ValueError(
-                f"check_kernel('{kernel.name}'): linear_argnums entry {i!r} is not an "
-                f"input index (the call has {len(arrays)} inputs)."
-            )
-    return items
