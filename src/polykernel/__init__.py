@@ -5,6 +5,7 @@ triton, CUDA) are imported when a backend that needs them is first used, and not
 touches the disk until a cache is written.
 """
 
+from . import testing as testing
 from ._version import __version__ as __version__
 from .allocator import tune_allocator as tune_allocator
 from .backends.numba_cpu import numba_kernel as numba_kernel

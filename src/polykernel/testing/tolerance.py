@@ -122,21 +122,22 @@ def compare(got: Any, want: Any, tol: Tolerance) -> Comparison:
     if got_a.size == 0:
         return Comparison(True, 0.0, 0.0)
     g, w = _as_f64(got_a), _as_f64(want_a)
-    nan_g, nan_w = np.isnan(g), np.isnan(w)
-    same = (g == w) | (nan_g & nan_w)  # also equal infinities
-    diff = np.where(same, 0.0, np.abs(g - w))
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    finite_w = np.abs(w[np.isfinite(w)])
-    scale = max(1.0, float(finite_w.max())) if finite_w.size else 1.0
-    bad = diff > tol.atol * scale + tol.rtol * np.abs(np.nan_to_num(w))
-    rel = diff / np.maximum(np.abs(np.nan_to_num(w)), np.finfo(np.float64).tiny)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        same = (g == w) | (np.isnan(g) & np.isnan(w))  # equal infinities are same
+        diff = np.where(same, 0.0, np.abs(g - w))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        finite_w = np.abs(w[np.isfinite(w)])
+        scale = max(1.0, float(finite_w.max())) if finite_w.size else 1.0
+        magnitude = np.abs(np.nan_to_num(w))
+        bad = diff > tol.atol * scale + tol.rtol * magnitude
+        rel = diff / np.maximum(magnitude, np.finfo(np.float64).tiny)
     max_abs, max_rel = float(diff.max()), float(np.where(same, 0.0, rel).max())
     if not bad.any():
         return Comparison(True, max_abs, max_rel)
     first = tuple(int(i) for i in np.argwhere(bad)[0])
     detail = (
         f"{int(bad.sum())} of {bad.size} elements differ; first at {first}: "
-        f"{got_a[first]!r} vs {want_a[first]!r}"
+        f"{got_a[first]} vs {want_a[first]}"
     )
     return Comparison(False, max_abs, max_rel, detail)
 
