@@ -190,7 +190,7 @@ def linear_operand_positions(linear_fn: Any, example: Any, prim: Primitive) -> s
     the inputs of ``prim`` its transpose rule must handle. Calls inside ``jit``
     (``pjit``) are followed; other higher-order primitives are not looked into.
     """
-    from jax._src import core
+    from jax.extend import core
 
     closed = jax.make_jaxpr(linear_fn)(example)
     positions: set[int] = set()
