@@ -4,7 +4,9 @@ The lowering rule runs once per compilation. It resolves the backend (per-call
 ``backend=`` first, then the primitive's default for the platform), calls the kernel
 generator with ``outs``, the bound keywords and (if declared) ``ins``, and lowers the
 returned JAX-traceable function with ``mlir.lower_fun``. Because the choice happens per
-lowering platform, one ``jax.export`` can carry a different backend per platform.
+lowering platform, one ``jax.export`` can carry a different backend per platform. A
+primitive with a sharding rule is wrapped for the partitioner here when the program is
+partitioned over several devices (see :mod:`.sharding`).
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ primitive itself and the transpose rule swaps ``transpose``, so ``jax.grad`` wor
 both. Column indices must lie in ``[0, n_cols)`` (checked by ``scipy.sparse`` style
 constructors, not per call).
 
+Sharded over a mesh it partitions by row blocks (``docs/sharding.md``): each shard
+gets a window of ``indptr`` (absolute offsets into the whole ``data`` and ``indices``),
+which the native kernels read directly and ``jax_raw`` reads with ``row_window=True``.
+
 The Numba and C++ kernels cast indices to unsigned before indexing: that removes
 Python-style negative-index handling from the inner loop (1.6x faster here) and keeps
 two partial sums to shorten the floating-point dependency chain.

@@ -3,7 +3,8 @@
 Backends: ``jax_raw``, ``numba`` (a serial loop: memory-bound, and thread start-up
 costs more than it saves at small sizes), ``cuda_raw`` on the CPU
 (C++ ``-O3``). Differentiable in both inputs: the tangent rules are plain
-``jnp`` expressions, so reverse mode needs no transpose rule.
+``jnp`` expressions, so reverse mode needs no transpose rule. Batch-partitioned:
+sharded inputs are not gathered.
 """
 
 from __future__ import annotations
