@@ -147,6 +147,29 @@ def scenario_two_axes() -> dict:
     }
 
 
+def scenario_replicated_and_scalar_inputs() -> dict:
+    import numba
+
+    @numba.njit
+    def affine(x, w, s, out):
+        for i in range(out.size):
+            out[i] = x[i] * w[i % w.size] + s[()]
+
+    op = pk.XLACustomKernel("scen.replicated")
+    op.def_numba_kernel(lambda outs, **kw: pk.numba_kernel(affine, outs[0]))
+    op.def_batch_partitioning(replicated_inputs=(1,))
+    m = mesh("i")
+    x = jax.device_put(jnp.arange(N, dtype=jnp.float32), NamedSharding(m, P("i")))
+    w = jnp.array([1.0, 10.0], jnp.float32)
+    s = jnp.float32(0.5)
+    f = jax.jit(lambda x, w, s: op(x, w, s, outs=SPEC))
+    expected = np.arange(N) * np.tile([1.0, 10.0], N // 2) + 0.5
+    return {
+        "ok": bool(np.array_equal(np.asarray(f(x, w, s)), expected)),
+        **hlo_facts(f.lower(x, w, s).compile().as_text()),
+    }
+
+
 def scenario_lif_multi_output_and_grad() -> dict:
     from polykernel.catalog import lif_step, scaled_add
 

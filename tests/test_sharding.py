@@ -28,6 +28,7 @@ SCENARIOS = [
     "cpp_batch",
     "shard_map",
     "two_axes",
+    "replicated_and_scalar_inputs",
     "lif_multi_output_and_grad",
     "csr_rows",
     "csr_transpose_rows",
@@ -90,6 +91,17 @@ def test_two_leading_axes_on_a_two_dimensional_mesh(four_devices):
     facts = four_devices["two_axes"]
     assert facts["ok"]
     assert_per_shard(facts, "f32[4,3]")
+
+
+@pytest.mark.slow
+def test_replicated_and_scalar_inputs_stay_whole(four_devices):
+    facts = four_devices["replicated_and_scalar_inputs"]
+    assert facts["ok"]
+    assert_per_shard(facts, "f32[4]")
+    assert (
+        "operand_layout_constraints={f32[4]{0}, f32[2]{0}, f32[]}"
+        in (facts["custom_calls"][0])
+    )
 
 
 @pytest.mark.slow
