@@ -381,3 +381,28 @@ def test_no_kernel_for_a_present_platform_is_reported():
         match=r"no selected backend is registered on a platform present here",
     ):
         check_kernel(gpu_only, X, outs=SPEC)
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_transpose_without_jvp_finds_linear_inputs_numerically(wrong):
+    op = new_op("scale3")
+    op.def_jax_raw_kernel(lambda outs, **kw: lambda x: (3 * x, x))
+    two = [SPEC, SPEC]
+
+    def transpose(cts, x, **params):
+        ct0, ct1 = (
+            jnp.zeros(SPEC.shape, SPEC.dtype)
+            if type(c) is jax.interpreters.ad.Zero
+            else c
+            for c in cts
+        )
+        return (3 * ct0 if wrong else 3 * ct0 + ct1,)  # wrong: drops output 1
+
+    op.def_transpose_rule(transpose)
+    report = check_kernel(op, X, outs=two, raise_on_failure=False)
+    assert statuses(report, "jvp_vs_fd") == {("jax_raw", ""): "skip"}
+    assert statuses(report, "transpose") == {
+        ("jax_raw", "input 0"): "fail" if wrong else "pass"
+    }
+    none = check_kernel(op, X, outs=two, linear_argnums=[], checks=["transpose"])
+    assert [r.detail for r in none] == ["no linear input (linear_argnums)"]

@@ -8,6 +8,7 @@ per-shard ``outs``, or the user's partition function given a :class:`ShardContex
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -18,9 +19,37 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from .errors import KernelRegistrationError
 
-__all__ = ["ShardContext", "run_partition"]
+__all__ = ["ShardContext", "ShardPlan", "run_partition"]
 
 Axes = tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardPlan:
+    """One lowered call of a primitive with a sharding rule.
+
+    Attributes:
+        primitive: The JAX primitive to bind per shard.
+        owner: The primitive's name (for messages).
+        partition: The user's partition function, or ``None``.
+        text: The Shardy rule string of this call.
+        in_factors, out_factors: Factor names per dimension of each input / output.
+        need_replication: Factors that are never split.
+        outs: The call's ``outs`` (whole arrays).
+        backend: The backend the call lowers to.
+        params: The call's other parameters.
+    """
+
+    primitive: Any
+    owner: str
+    partition: Any
+    text: str
+    in_factors: tuple[tuple[str, ...], ...]
+    out_factors: tuple[tuple[str, ...], ...]
+    need_replication: tuple[str, ...]
+    outs: tuple[Any, ...]
+    backend: str
+    params: dict[str, Any]
 
 
 def _dims(spec: Any, ndim: int) -> list[Axes]:
@@ -50,7 +79,7 @@ def _local_shape(shape: Sequence[int], dims: Sequence[Axes], mesh: Any) -> tuple
 
 
 def _accepted_dims(
-    plan: dict, mesh: Any, arg_shapes: Sequence[Any], result_shapes: Sequence[Any]
+    plan: ShardPlan, mesh: Any, arg_shapes: Sequence[Any], result_shapes: Sequence[Any]
 ) -> tuple[list[list[Axes]], list[list[Axes]]]:
     """Shardings the call accepts; XLA reshards operands and results to match.
 
@@ -60,8 +89,8 @@ def _accepted_dims(
     function so do input-only factors: the default per-shard call would need a
     reduction across shards that only a partition function can write.
     """
-    in_f, out_f = plan["factors"]
-    need = set(plan["need_replication"])
+    in_f, out_f = plan.in_factors, plan.out_factors
+    need = set(plan.need_replication)
 
     def specs(shapes: Sequence[Any]) -> list[list[Axes]]:
         return [_dims(_spec_of(s.sharding), len(s.shape)) for s in shapes]
@@ -69,7 +98,7 @@ def _accepted_dims(
     got_in, got_out = specs(arg_shapes), specs(result_shapes)
     chosen: dict[str, Axes] = {}
     sources = [(out_f, got_out)]
-    if plan["rule"].partition is not None:
+    if plan.partition is not None:
         sources.append((in_f, got_in))
     used: set[str] = set()
     for factors, dims in sources:
@@ -101,15 +130,17 @@ class ShardContext:
         backend: The backend the call lowers to.
     """
 
-    def __init__(self, plan: dict, mesh: Any, in_dims, out_dims, local_outs) -> None:
+    def __init__(
+        self, plan: ShardPlan, mesh: Any, in_dims, out_dims, local_outs
+    ) -> None:
         self._plan = plan
         self._in_dims, self._out_dims = in_dims, out_dims
         self.mesh = mesh
         self.in_specs = tuple(_spec(d) for d in in_dims)
         self.out_specs = tuple(_spec(d) for d in out_dims)
         self.outs = tuple(local_outs)
-        self.global_outs = tuple(plan["outs"])
-        self.backend = plan["backend"]
+        self.global_outs = tuple(plan.outs)
+        self.backend = plan.backend
 
     def in_axes(self, index: int, dim: int = 0) -> Axes:
         """Mesh axes splitting dimension ``dim`` of input ``index`` (``()`` = whole)."""
@@ -139,9 +170,9 @@ class ShardContext:
         structs = tuple(
             jax.ShapeDtypeStruct(o.shape, np.dtype(o.dtype)) for o in leaves
         )
-        merged = {**plan["params"], **params}
-        return plan["primitive"].bind(
-            *blocks, outs=structs, backend=plan["backend"], **merged
+        merged = {**plan.params, **params}
+        return plan.primitive.bind(
+            *blocks, outs=structs, backend=plan.backend, **merged
         )
 
 
@@ -149,23 +180,25 @@ def _is_sds(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
-def run_partition(plan: dict, mesh: Any, arg_shapes: Any, result_shape: Any) -> Any:
+def run_partition(
+    plan: ShardPlan, mesh: Any, arg_shapes: Any, result_shape: Any
+) -> Any:
     """``custom_partitioning``'s partition callback for one lowered call."""
     arg_shapes, result_shapes = list(arg_shapes), list(result_shape)
     in_dims, out_dims = _accepted_dims(plan, mesh, arg_shapes, result_shapes)
     local_outs = [
         jax.ShapeDtypeStruct(_local_shape(o.shape, d, mesh), np.dtype(o.dtype))
-        for o, d in zip(plan["outs"], out_dims, strict=True)
+        for o, d in zip(plan.outs, out_dims, strict=True)
     ]
     shard = ShardContext(plan, mesh, in_dims, out_dims, local_outs)
-    user = plan["rule"].partition
+    user = plan.partition
 
     def lower_fn(*blocks: Any) -> list[Any]:
         if user is None:
             return list(shard.call(*blocks))
-        result = user(shard, *blocks, outs=shard.outs, **plan["params"])
+        result = user(shard, *blocks, outs=shard.outs, **plan.params)
         result = list(result) if isinstance(result, (list, tuple)) else [result]
-        _check_result(plan["rule"].owner, result, local_outs)
+        _check_result(plan.owner, result, local_outs)
         return result
 
     result_shardings = [NamedSharding(mesh, _spec(d)) for d in out_dims]

@@ -26,7 +26,7 @@ from typing import Any
 
 from . import _jax_compat as jc
 from .errors import KernelRegistrationError
-from .shard_plan import run_partition
+from .shard_plan import ShardPlan, run_partition
 
 __all__ = [
     "ShardingRule",
@@ -214,7 +214,7 @@ def get_rule(primitive: Any) -> ShardingRule | None:
 
 def plan_for(
     ctx: Any, outs: tuple[Any, ...], backend: str, params: dict[str, Any]
-) -> dict[str, Any] | None:
+) -> ShardPlan | None:
     """How to partition this lowering of a call, or ``None`` to lower it whole.
 
     Raises:
@@ -225,19 +225,21 @@ def plan_for(
         return None
     in_ranks = [len(a.shape) for a in ctx.avals_in]
     text, in_f, out_f, need = rule.resolve(in_ranks, outs, tuple(ctx.avals_in), params)
-    return {
-        "primitive": ctx.primitive,
-        "rule": rule,
-        "text": text,
-        "factors": (in_f, out_f),
-        "need_replication": need,
-        "outs": outs,
-        "backend": backend,
-        "params": params,
-    }
+    return ShardPlan(
+        primitive=ctx.primitive,
+        owner=rule.owner,
+        partition=rule.partition,
+        text=text,
+        in_factors=in_f,
+        out_factors=out_f,
+        need_replication=need,
+        outs=tuple(outs),
+        backend=backend,
+        params=dict(params),
+    )
 
 
-def partitioned(plan: dict[str, Any], body: Callable[..., Any]) -> Callable[..., Any]:
+def partitioned(plan: ShardPlan, body: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap ``body`` (the whole call) as a ``custom_partitioning`` call.
 
     ``body`` stays the program XLA runs when it does not partition the call.
@@ -250,8 +252,8 @@ def partitioned(plan: dict[str, Any], body: Callable[..., Any]) -> Callable[...,
         cp = jc.custom_partitioning(body)
         cp.def_partition(
             partition=partition,
-            sharding_rule=plan["text"],
-            need_replication_factors=plan["need_replication"],
+            sharding_rule=plan.text,
+            need_replication_factors=plan.need_replication,
         )
         return cp(*xs)
 
