@@ -406,3 +406,35 @@ def test_transpose_without_jvp_finds_linear_inputs_numerically(wrong):
     }
     none = check_kernel(op, X, outs=two, linear_argnums=[], checks=["transpose"])
     assert [r.detail for r in none] == ["no linear input (linear_argnums)"]
+
+
+def test_a_reference_that_fails_is_reported():
+    op = new_op("bad_reference")
+    op.def_jax_raw_kernel(lambda outs, **kw: lambda x: 2 * x)
+
+    def reference(x):
+        raise ZeroDivisionError("reference broke")
+
+    report = check_kernel(
+        op,
+        X,
+        outs=SPEC,
+        reference=reference,
+        checks=["backend_vs_reference"],
+        raise_on_failure=False,
+    )
+    assert [r.detail for r in report.failures] == [
+        "the reference function raised ZeroDivisionError: reference broke"
+    ]
+    broken = new_op("broken_jax_raw")
+    broken.def_jax_raw_kernel(lambda outs, **kw: lambda x: jnp.zeros(3))  # wrong shape
+    broken.def_kernel("other", "cpu", lambda outs, **kw: lambda x: 2 * x)
+    report = check_kernel(
+        broken, X, outs=SPEC, checks=["backend_vs_reference"], raise_on_failure=False
+    )
+    assert [(r.check, r.backend) for r in report.failures] == [("run", "jax_raw")]
+    assert (
+        "backend_vs_reference",
+        "other",
+        "reference backend 'jax_raw' failed to run",
+    ) in {(r.check, r.backend, r.detail) for r in report.skipped}

@@ -47,10 +47,18 @@ def present_platforms() -> dict[str, Any]:
 
 
 def _reference_outputs(subject, reference, backends, outputs) -> tuple[Any, str]:
-    """(reference outputs or None, label) on one platform."""
+    """(reference outputs, label) on one platform.
+
+    Without a usable reference the outputs are ``None`` and the label is the reason;
+    it starts with ``"!"`` when the reference the caller chose failed (a failure of
+    every comparison, not a skip).
+    """
     if callable(reference):
-        with jax.default_device(subject.device):
-            result = reference(*subject.args, **subject.kwargs)
+        try:
+            with jax.default_device(subject.device):
+                result = reference(*subject.args, **subject.kwargs)
+        except Exception as err:
+            return None, f"!the reference function raised {error_text(err)}"
         return [np.asarray(r) for r in jax.tree.leaves(result)], "reference function"
     name = reference
     if name is None:
@@ -58,10 +66,15 @@ def _reference_outputs(subject, reference, backends, outputs) -> tuple[Any, str]
         name = "jax_raw" if "jax_raw" in registered else None
     if name is None:  # no reference: compare backends with the first one
         name = next((b for b in backends if outputs.get(b) is not None), None)
-    if name is None:
-        return None, "none"
+        if name is None:
+            return None, "no backend ran"
     if name not in outputs:
-        outputs[name] = subject.eager(name)
+        try:
+            outputs[name] = subject.eager(name)
+        except Exception as err:
+            return None, f"!reference backend '{name}' failed: {error_text(err)}"
+    if outputs[name] is None:
+        return None, f"reference backend '{name}' failed to run"
     return outputs[name], name
 
 
@@ -70,8 +83,13 @@ def _backend_checks(subject, backend, eager, reference, wanted) -> list[CheckRes
     prim = subject.kernel.primitive
     if "abstract_eval" in wanted:
         out.append(check_abstract_eval(subject, backend, eager))
-    if "backend_vs_reference" in wanted and reference[0] is not None:
-        if reference[1] == backend:
+    if "backend_vs_reference" in wanted:
+        if reference[0] is None and reference[1].startswith("!"):
+            reason = reference[1][1:]
+            out.append(subject.failed("backend_vs_reference", backend, detail=reason))
+        elif reference[0] is None:
+            out.append(subject.skipped("backend_vs_reference", backend, reference[1]))
+        elif reference[1] == backend:
             out.append(
                 subject.skipped("backend_vs_reference", backend, "is the reference")
             )
