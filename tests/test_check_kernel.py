@@ -52,10 +52,13 @@ def test_catalog_csrmv_with_jvp_and_transpose_passes():
     backends = {r.backend for r in report}
     assert {"jax_raw", "numba", "cuda_raw"} <= backends
     # Tangents of data (input 0) and v (input 3) reach the primitive in its JVP,
-    # so both need (and pass) the transpose test; 15 + 1 vmap patterns each.
+    # so both need (and pass) the transpose test; 15 + 1 vmap patterns each, and
+    # the all-None pattern is skipped with its reason.
     assert statuses(report, "transpose")[("numba", "input 3")] == "pass"
     assert statuses(report, "transpose")[("numba", "input 0")] == "pass"
-    assert len(statuses(report, "vmap_vs_loop")) == 16 * len(backends)
+    vmap = statuses(report, "vmap_vs_loop")
+    assert len(vmap) == 17 * len(backends)
+    assert vmap[("numba", "in_axes=(None, None, None, None)")] == "skip"
     assert statuses(report, "backend_vs_reference")[("numba", "vs jax_raw")] == "pass"
 
 

@@ -107,6 +107,11 @@ def check_vmap(subject: Subject, backend: str) -> list[CheckResult]:
                 "vmap_vs_loop", backend, comparison, case, subject.tolerance_label()
             )
         )
+    unbatched = "(" + ", ".join(["None"] * len(host)) + ")"
+    reason = "vmap needs at least one batched input"
+    results.append(
+        subject.skipped("vmap_vs_loop", backend, reason, f"in_axes={unbatched}")
+    )
     if note:
         results.append(subject.skipped("vmap_vs_loop", backend, note))
     return results
