@@ -252,6 +252,12 @@ class XLACustomKernel:
         ``n_axes`` dimensions: under ``jit`` with sharded operands each device runs
         the kernel once on its block (no all-gather). Other dimensions, and the
         replicated inputs, are whole on every device.
+
+        Example:
+            >>> import polykernel as pk
+            >>> op = pk.XLACustomKernel("doc.batch_partitioning")
+            >>> op.def_jax_raw_kernel(lambda outs, **kw: lambda x: 2 * x)
+            >>> op.def_batch_partitioning()
         """
         sharding.set_rule(
             self.primitive,
@@ -270,6 +276,12 @@ class XLACustomKernel:
         ``partition(shard, *blocks, outs, **params)`` computes one shard's outputs
         (default: the primitive on the blocks); ``need_replication`` names factors
         that are never split. See ``docs/sharding.md``.
+
+        Example:
+            >>> import polykernel as pk
+            >>> op = pk.XLACustomKernel("doc.sharding_rule")
+            >>> op.def_jax_raw_kernel(lambda outs, **kw: lambda a, x: a @ x)
+            >>> op.def_sharding_rule("i j, j -> i", need_replication=("j",))
         """
         sharding.set_rule(
             self.primitive,
