@@ -31,7 +31,9 @@ def _observing(kernel: Any) -> Iterator[list[tuple[tuple, dict]]]:
         seen.append((args, params))
         return original(*args, **params)
 
-    prim.bind = bind  # an instance attribute: shadows Primitive.bind
+    # An instance attribute shadows Primitive.bind for this primitive only, for the
+    # duration of one eager call (the CLI is single-threaded; nothing else binds it).
+    prim.bind = bind
     try:
         yield seen
     finally:
