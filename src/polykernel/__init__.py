@@ -9,7 +9,7 @@ under ``polykernel.config`` as well as at top level), so code written for it por
 changing the import line.
 """
 
-from . import config as config
+from . import config as config, testing as testing
 from ._version import __version__ as __version__
 from .allocator import tune_allocator as tune_allocator
 from .backends.numba_cpu import numba_kernel as numba_kernel

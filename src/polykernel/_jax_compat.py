@@ -22,13 +22,21 @@ __all__ = [
     "apply_primitive",
     "aval_of",
     "bump_dispatch_epoch",
+    "custom_partitioning",
+    "has_jvp_rule",
+    "has_transpose_rule",
     "instantiate_zeros",
     "is_undefined_primal",
+    "linear_operand_positions",
     "lower_fun",
+    "lowering_mesh",
     "register_lowering",
+    "require_devices_during_lowering",
     "set_batching_rule",
     "set_jvp_rule",
     "set_transpose_rule",
+    "shardy_enabled",
+    "unsharded_inputs",
     "zero_tangent",
 ]
 
@@ -106,3 +114,117 @@ def bump_dispatch_epoch() -> None:
 def ensure_dispatch_epoch() -> None:
     """Register the epoch config state (idempotent); called when a primitive is made."""
     _epoch()
+
+
+def has_jvp_rule(prim: Primitive) -> bool:
+    """Whether ``prim`` has a JVP rule (forward-mode differentiation)."""
+    return prim in ad.primitive_jvps
+
+
+def has_transpose_rule(prim: Primitive) -> bool:
+    """Whether ``prim`` has a transpose rule (reverse mode of a linear input)."""
+    return prim in ad.primitive_transposes
+
+
+# -- sharding ------------------------------------------------------------------------
+def custom_partitioning(fun: Any) -> Any:
+    """``jax.experimental.custom_partitioning.custom_partitioning`` (0.10 - 0.12)."""
+    from jax.experimental.custom_partitioning import custom_partitioning as cp
+
+    return cp(fun)
+
+
+def shardy_enabled() -> bool:
+    """Whether programs are partitioned by Shardy (the default since JAX 0.7)."""
+    return bool(jax.config.jax_use_shardy_partitioner)
+
+
+def require_devices_during_lowering(prim: Primitive) -> None:
+    """Make jit pass the device assignment to ``prim``'s lowering rule.
+
+    Without it JAX may lower a sharded program before devices are known, and a
+    lowering rule cannot build the mesh that ``custom_partitioning`` needs.
+    """
+    from jax._src import dispatch
+
+    dispatch.prim_requires_devices_during_lowering.add(prim)
+
+
+def lowering_mesh(ctx: Any) -> Any:
+    """The mesh a lowering is automatically partitioned over, or ``None``.
+
+    ``None`` when there is nothing to partition: one device, a fully manual
+    ``shard_map`` body (the operands already are per-shard blocks), a partially
+    manual one, ``pmap``, or a sharding without a mesh.
+    """
+    import numpy as np
+    from jax._src import sharding_impls
+    from jax.sharding import Mesh
+
+    axis_context = ctx.module_context.axis_context
+    if not isinstance(axis_context, sharding_impls.ShardingContext):
+        return None
+    devices = axis_context.device_assignment
+    abstract = axis_context.abstract_mesh
+    if devices is None or len(devices) <= 1 or abstract is None or abstract.empty:
+        return None
+    if int(np.prod(abstract.axis_sizes)) != len(devices):
+        return None
+    return Mesh(np.array(devices).reshape(abstract.axis_sizes), abstract.axis_names)
+
+
+def unsharded_inputs(ctx: Any) -> Any:
+    """``ctx`` with input avals that carry no sharding type.
+
+    A kernel computes on whole arrays: with a mesh of ``Explicit`` axes its avals
+    would carry their shardings, and pure-JAX kernel code (a gather, ``segment_sum``)
+    would then have to resolve sharding-in-types questions it cannot answer.
+    """
+    plain = [
+        ShapedArray(a.shape, a.dtype, weak_type=getattr(a, "weak_type", False))
+        if isinstance(a, ShapedArray)
+        else a
+        for a in ctx.avals_in
+    ]
+    return ctx.replace(avals_in=plain)
+
+
+def linear_operand_positions(linear_fn: Any, example: Any, prim: Primitive) -> set[int]:
+    """Operand positions of ``prim`` that the input of ``linear_fn`` flows into.
+
+    ``linear_fn`` is a linearized function (``jax.linearize``); the positions are
+    the inputs of ``prim`` its transpose rule must handle. Calls inside ``jit``
+    (``pjit``) are followed; other higher-order primitives are not looked into.
+    """
+    from jax.extend import core
+
+    closed = jax.make_jaxpr(linear_fn)(example)
+    positions: set[int] = set()
+
+    def walk(jaxpr: Any, reached: set[Any]) -> set[Any]:
+        for eqn in jaxpr.eqns:
+            hits = [
+                k
+                for k, v in enumerate(eqn.invars)
+                if not isinstance(v, core.Literal) and v in reached
+            ]
+            if not hits:
+                continue
+            if eqn.primitive is prim:
+                positions.update(hits)
+            inner = eqn.params.get("jaxpr")
+            if isinstance(inner, core.ClosedJaxpr):
+                sub = {inner.jaxpr.invars[k] for k in hits}
+                out = walk(inner.jaxpr, sub)
+                pairs = zip(eqn.outvars, inner.jaxpr.outvars, strict=True)
+                reached.update(
+                    o
+                    for o, io in pairs
+                    if not isinstance(io, core.Literal) and io in out
+                )
+            else:
+                reached.update(eqn.outvars)
+        return reached
+
+    walk(closed.jaxpr, set(closed.jaxpr.invars))
+    return positions

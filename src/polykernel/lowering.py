@@ -13,7 +13,9 @@ jitted earlier re-lower on their next call.
 A platform without kernels raises ``KernelFallbackExhaustedError`` and an unregistered
 ``backend=`` raises ``UnknownBackendError`` (both before the generator runs); anything
 the generator or its kernel raises becomes ``KernelCompilationError``, whose message
-names the other backends to switch to.
+names the other backends to switch to. A primitive with a sharding rule is wrapped
+for the partitioner here when the program is partitioned over several devices (see
+:mod:`.sharding`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._jax_compat import lower_fun
+from ._jax_compat import lower_fun, unsharded_inputs
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
+from .sharding import partitioned, plan_for
 
 __all__ = ["call_generator", "make_lowering_rule"]
 
@@ -93,12 +96,16 @@ def make_lowering_rule(
         **params: Any,
     ) -> Any:
         entry = table.resolve(platform, backend)
+        shard_plan = plan_for(ctx, outs, entry.backend, params)
         try:
             kernel = call_generator(entry, outs, ctx.avals_in, params)
-            lowered = lower_fun(
-                lambda *xs: _as_list(kernel(*xs), len(outs)), multiple_results=True
-            )
-            return lowered(ctx, *args)
+
+            def body(*xs: Any) -> list[Any]:
+                return _as_list(kernel(*xs), len(outs))
+
+            if shard_plan is not None:
+                body = partitioned(shard_plan, body)
+            return lower_fun(body, multiple_results=True)(unsharded_inputs(ctx), *args)
         except KernelCompilationError:
             raise
         except Exception as err:

@@ -15,7 +15,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from . import _jax_compat as jc, registry
+from . import _jax_compat as jc, registry, sharding
 from .call_spec import check_keywords, flatten_outs
 from .errors import KernelRegistrationError, KernelTypeError, UnknownBackendError
 from .kernel_table import KNOWN_PLATFORMS, KernelEntry, KernelTable
@@ -268,6 +268,52 @@ class XLACustomKernel:
     def def_transpose_rule(self, fun: Callable[..., Any]) -> None:
         """Set the transpose rule: ``fun(cotangents, *args, **params)``."""
         jc.set_transpose_rule(self.primitive, fun)
+
+    # -- sharding (see polykernel.sharding and docs/sharding.md) -------------------
+    def def_batch_partitioning(
+        self, n_axes: int = 1, *, replicated_inputs: Sequence[int] = ()
+    ) -> None:
+        """Declare the call splittable along the leading ``n_axes`` of its arrays.
+
+        Every output and every input not in ``replicated_inputs`` shares its leading
+        ``n_axes`` dimensions: under ``jit`` with sharded operands each device runs
+        the kernel once on its block (no all-gather). Other dimensions, and the
+        replicated inputs, are whole on every device.
+
+        Example:
+            >>> import polykernel as pk
+            >>> op = pk.XLACustomKernel("doc.batch_partitioning")
+            >>> op.def_jax_raw_kernel(lambda outs, **kw: lambda x: 2 * x)
+            >>> op.def_batch_partitioning()
+        """
+        sharding.set_rule(
+            self.primitive,
+            sharding.batch_partitioning(self.name, n_axes, replicated_inputs),
+        )
+
+    def def_sharding_rule(
+        self,
+        rule: str | Callable[..., str],
+        partition: Callable[..., Any] | None = None,
+        *,
+        need_replication: Sequence[str] = (),
+    ) -> None:
+        """Declare how the call partitions with a Shardy rule like ``"i j, j -> i"``.
+
+        ``partition(shard, *blocks, outs, **params)`` computes one shard's outputs
+        (default: the primitive on the blocks); ``need_replication`` names factors
+        that are never split. See ``docs/sharding.md``.
+
+        Example:
+            >>> import polykernel as pk
+            >>> op = pk.XLACustomKernel("doc.sharding_rule")
+            >>> op.def_jax_raw_kernel(lambda outs, **kw: lambda a, x: a @ x)
+            >>> op.def_sharding_rule("i j, j -> i", need_replication=("j",))
+        """
+        sharding.set_rule(
+            self.primitive,
+            sharding.sharding_rule(self.name, rule, partition, need_replication),
+        )
 
     # -- high-level call, tags and benchmarking -------------------------------------
     def def_call(self, fn: Callable[..., Any]) -> None:

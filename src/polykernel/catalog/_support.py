@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["has_cxx", "has_numba", "random_csr", "row_ids"]
+__all__ = ["has_cxx", "has_numba", "random_csr", "row_ids", "window_row_ids"]
 
 
 @functools.cache
@@ -38,6 +38,21 @@ def row_ids(indptr: Any, nnz: int) -> Any:
     return jnp.repeat(
         jnp.arange(n_rows, dtype=jnp.int32), jnp.diff(indptr), total_repeat_length=nnz
     )
+
+
+def window_row_ids(window: Any, nnz: int) -> tuple[Any, Any]:
+    """Row (within the window) of every stored entry, and which entries it holds.
+
+    ``window`` is ``indptr[r0:r1 + 1]`` of a larger CSR matrix: absolute offsets into
+    its ``nnz`` entries. Entries outside ``[window[0], window[-1])`` get row 0 and
+    ``False``.
+    """
+    import jax.numpy as jnp
+
+    k = jnp.arange(nnz, dtype=window.dtype)
+    inside = (k >= window[0]) & (k < window[-1])
+    rows = jnp.searchsorted(window, k, side="right").astype(jnp.int32) - 1
+    return jnp.where(inside, rows, 0), inside
 
 
 def random_csr(

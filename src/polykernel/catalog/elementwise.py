@@ -3,7 +3,8 @@
 Backends: ``jax_raw``, ``numba`` (a serial loop: memory-bound, and thread start-up
 costs more than it saves at small sizes), ``cuda_raw`` on the CPU
 (C++ ``-O3``). Differentiable in both inputs: the tangent rules are plain
-``jnp`` expressions, so reverse mode needs no transpose rule.
+``jnp`` expressions, so reverse mode needs no transpose rule. Batch-partitioned:
+sharded inputs are not gathered.
 """
 
 from __future__ import annotations
@@ -104,4 +105,5 @@ scaled_add_p.def_jvp_rule2(
     lambda t, x, y, **kw: [t],
 )
 scaled_add_p.def_call(scaled_add)
+scaled_add_p.def_batch_partitioning()
 scaled_add_p.def_benchmark_data(_benchmark_data)

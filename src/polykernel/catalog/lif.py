@@ -3,6 +3,7 @@
 ``v' = v + dt * (-(v - v_rest) * tau_inv + i_ext)``; neurons with ``v' >= v_th`` spike
 and are reset to ``v_rest``. Returns ``(v_next, spikes)`` with boolean spikes, ready
 to feed :func:`polykernel.catalog.event_csrmv`. Parameters are static floats.
+Batch-partitioned: sharded inputs are not gathered.
 """
 
 from __future__ import annotations
@@ -140,4 +141,5 @@ def _benchmark_data(*, platform: str) -> list[Any]:
 
 
 lif_step_p.def_call(lif_step)
+lif_step_p.def_batch_partitioning()
 lif_step_p.def_benchmark_data(_benchmark_data)

@@ -1,4 +1,5 @@
-"""The ``polykernel`` command line: ``info | list | benchmark | cache | defaults``.
+"""The ``polykernel`` command line: ``info | list | benchmark | check | cache |
+defaults``.
 
 One module per sub-command, each with ``register(subparsers, common)`` and its
 handler; :mod:`.main` builds the parser from them and runs the chosen handler.

@@ -13,12 +13,12 @@ import traceback
 from collections.abc import Sequence
 
 from .._version import __version__
-from . import benchmark, cache, defaults, info, listing
+from . import benchmark, cache, check, defaults, info, listing
 
 __all__ = ["build_parser", "main"]
 
 # One module per sub-command, in the order `polykernel --help` lists them.
-_COMMANDS = (info, listing, benchmark, cache, defaults)
+_COMMANDS = (info, listing, benchmark, check, cache, defaults)
 
 
 def build_parser() -> argparse.ArgumentParser:

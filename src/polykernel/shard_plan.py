@@ -1,0 +1,217 @@
+"""The per-shard program of a partitioned primitive call (see :mod:`.sharding`).
+
+XLA's partitioner calls :func:`run_partition` while it compiles a program. It gets
+the mesh and the shardings Shardy propagated, decides which shardings the call
+accepts, and returns a function of the local blocks: the primitive bound with
+per-shard ``outs``, or the user's partition function given a :class:`ShardContext`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
+
+from .errors import KernelRegistrationError
+
+__all__ = ["ShardContext", "ShardPlan", "run_partition"]
+
+Axes = tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardPlan:
+    """One lowered call of a primitive with a sharding rule.
+
+    Attributes:
+        primitive: The JAX primitive to bind per shard.
+        owner: The primitive's name (for messages).
+        partition: The user's partition function, or ``None``.
+        text: The Shardy rule string of this call.
+        in_factors, out_factors: Factor names per dimension of each input / output.
+        need_replication: Factors that are never split.
+        outs: The call's ``outs`` (whole arrays).
+        backend: The backend the call lowers to.
+        params: The call's other parameters.
+    """
+
+    primitive: Any
+    owner: str
+    partition: Any
+    text: str
+    in_factors: tuple[tuple[str, ...], ...]
+    out_factors: tuple[tuple[str, ...], ...]
+    need_replication: tuple[str, ...]
+    outs: tuple[Any, ...]
+    backend: str
+    params: dict[str, Any]
+
+
+def _dims(spec: Any, ndim: int) -> list[Axes]:
+    """Mesh axes of each dimension of a ``PartitionSpec`` (``()`` = whole)."""
+    entries = list(spec) + [None] * (ndim - len(spec))
+    out = []
+    for entry in entries[:ndim]:
+        if entry is None:
+            out.append(())
+        elif isinstance(entry, str):
+            out.append((entry,))
+        else:
+            out.append(tuple(entry))
+    return out
+
+
+def _spec(dims: Sequence[Axes]) -> PartitionSpec:
+    return PartitionSpec(*[None if not a else a[0] if len(a) == 1 else a for a in dims])
+
+
+def _local_shape(shape: Sequence[int], dims: Sequence[Axes], mesh: Any) -> tuple:
+    # XLA pads an uneven split: every shard holds ceil(n / shards) elements.
+    return tuple(
+        -(-int(n) // math.prod(mesh.shape[a] for a in axes))
+        for n, axes in zip(shape, dims, strict=True)
+    )
+
+
+def _accepted_dims(
+    plan: ShardPlan, mesh: Any, arg_shapes: Sequence[Any], result_shapes: Sequence[Any]
+) -> tuple[list[list[Axes]], list[list[Axes]]]:
+    """Shardings the call accepts; XLA reshards operands and results to match.
+
+    A factor takes the axes of its first sharded occurrence in the outputs (or, with
+    a partition function, also the inputs), so every dimension of one factor is split
+    the same way. Factors that must be replicated get no axes; without a partition
+    function so do input-only factors: the default per-shard call would need a
+    reduction across shards that only a partition function can write.
+    """
+    in_f, out_f = plan.in_factors, plan.out_factors
+    need = set(plan.need_replication)
+
+    def specs(shapes: Sequence[Any]) -> list[list[Axes]]:
+        return [_dims(_spec_of(s.sharding), len(s.shape)) for s in shapes]
+
+    got_in, got_out = specs(arg_shapes), specs(result_shapes)
+    chosen: dict[str, Axes] = {}
+    sources = [(out_f, got_out)]
+    if plan.partition is not None:
+        sources.append((in_f, got_in))
+    used: set[str] = set()
+    for factors, dims in sources:
+        for names, axes_list in zip(factors, dims, strict=True):
+            for name, axes in zip(names, axes_list, strict=True):
+                free = not (set(axes) & used)
+                if name not in chosen and name not in need and axes and free:
+                    chosen[name] = axes
+                    used.update(axes)
+    ins = [[chosen.get(n, ()) for n in names] for names in in_f]
+    outs = [[chosen.get(n, ()) for n in names] for names in out_f]
+    return ins, outs
+
+
+def _spec_of(sharding: Any) -> PartitionSpec:
+    spec = getattr(sharding, "spec", None)
+    return spec if spec is not None else PartitionSpec()
+
+
+class ShardContext:
+    """What a partition function knows about the shard it computes.
+
+    Attributes:
+        mesh: The ``jax.sharding.Mesh`` the program is partitioned over.
+        in_specs: ``PartitionSpec`` of each input block the function receives.
+        out_specs: ``PartitionSpec`` of each output block it must return.
+        outs: Per-shard ``jax.ShapeDtypeStruct`` of each output.
+        global_outs: The call's ``outs`` (whole arrays).
+        backend: The backend the call lowers to.
+    """
+
+    def __init__(
+        self, plan: ShardPlan, mesh: Any, in_dims, out_dims, local_outs
+    ) -> None:
+        self._plan = plan
+        self._in_dims, self._out_dims = in_dims, out_dims
+        self.mesh = mesh
+        self.in_specs = tuple(_spec(d) for d in in_dims)
+        self.out_specs = tuple(_spec(d) for d in out_dims)
+        self.outs = tuple(local_outs)
+        self.global_outs = tuple(plan.outs)
+        self.backend = plan.backend
+
+    def in_axes(self, index: int, dim: int = 0) -> Axes:
+        """Mesh axes splitting dimension ``dim`` of input ``index`` (``()`` = whole)."""
+        return self._in_dims[index][dim]
+
+    def out_axes(self, index: int, dim: int = 0) -> Axes:
+        """Mesh axes splitting dimension ``dim`` of output ``index``."""
+        return self._out_dims[index][dim]
+
+    def count(self, axes: Axes) -> int:
+        """How many blocks ``axes`` split a dimension into (1 for ``()``)."""
+        return math.prod(self.mesh.shape[a] for a in axes)
+
+    def index(self, axes: Axes) -> Any:
+        """This shard's block number along ``axes`` (a traced int32; 0 for ``()``)."""
+        if not axes:
+            return np.int32(0)
+        return jax.lax.axis_index(axes[0] if len(axes) == 1 else tuple(axes))
+
+    def call(self, *blocks: Any, outs: Any = None, **params: Any) -> list[Any]:
+        """Bind the primitive on ``blocks`` (default ``outs``: this shard's ``outs``).
+
+        ``params`` replace the call's parameters of the same name.
+        """
+        plan = self._plan
+        leaves = self.outs if outs is None else jax.tree.leaves(outs, is_leaf=_is_sds)
+        structs = tuple(
+            jax.ShapeDtypeStruct(o.shape, np.dtype(o.dtype)) for o in leaves
+        )
+        merged = {**plan.params, **params}
+        return plan.primitive.bind(
+            *blocks, outs=structs, backend=plan.backend, **merged
+        )
+
+
+def _is_sds(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def run_partition(
+    plan: ShardPlan, mesh: Any, arg_shapes: Any, result_shape: Any
+) -> Any:
+    """``custom_partitioning``'s partition callback for one lowered call."""
+    arg_shapes, result_shapes = list(arg_shapes), list(result_shape)
+    in_dims, out_dims = _accepted_dims(plan, mesh, arg_shapes, result_shapes)
+    local_outs = [
+        jax.ShapeDtypeStruct(_local_shape(o.shape, d, mesh), np.dtype(o.dtype))
+        for o, d in zip(plan.outs, out_dims, strict=True)
+    ]
+    shard = ShardContext(plan, mesh, in_dims, out_dims, local_outs)
+    user = plan.partition
+
+    def lower_fn(*blocks: Any) -> list[Any]:
+        if user is None:
+            return list(shard.call(*blocks))
+        result = user(shard, *blocks, outs=shard.outs, **plan.params)
+        result = list(result) if isinstance(result, (list, tuple)) else [result]
+        _check_result(plan.owner, result, local_outs)
+        return result
+
+    result_shardings = [NamedSharding(mesh, _spec(d)) for d in out_dims]
+    arg_shardings = tuple(NamedSharding(mesh, _spec(d)) for d in in_dims)
+    return mesh, lower_fn, result_shardings, arg_shardings
+
+
+def _check_result(owner: str, result: list[Any], local_outs: list[Any]) -> None:
+    got = [(tuple(r.shape), np.dtype(r.dtype)) for r in result]
+    want = [(tuple(o.shape), np.dtype(o.dtype)) for o in local_outs]
+    if got != want:
+        raise KernelRegistrationError(
+            f"XLACustomKernel '{owner}': the partition function returned blocks "
+            f"{got}, expected this shard's outputs {want} (shard.outs). Return one "
+            f"block per output, shaped like shard.outs."
+        )
