@@ -20,6 +20,7 @@ from .call_spec import check_keywords, flatten_outs
 from .errors import KernelRegistrationError, KernelTypeError, UnknownBackendError
 from .kernel_table import KNOWN_PLATFORMS, KernelEntry, KernelTable
 from .lowering import make_lowering_rule
+from .primitive_catalog import CatalogMixin
 from .transforms import defjvp, general_batching_rule
 
 __all__ = ["XLACustomKernel"]
@@ -42,7 +43,7 @@ def _check_platform(
         )
 
 
-class XLACustomKernel:
+class XLACustomKernel(CatalogMixin):
     """A JAX primitive whose implementation is chosen per platform and backend.
 
     Register kernel generators with :meth:`def_kernel` (or a ``def_<backend>_kernel``
@@ -313,88 +314,6 @@ class XLACustomKernel:
         sharding.set_rule(
             self.primitive,
             sharding.sharding_rule(self.name, rule, partition, need_replication),
-        )
-
-    # -- high-level call, tags and benchmarking -------------------------------------
-    def def_call(self, fn: Callable[..., Any]) -> None:
-        """Store the user-facing call function used by :meth:`call` and benchmarks."""
-        self._call_fn = fn
-
-    def call(self, *args: Any, **kwargs: Any) -> Any:
-        """Invoke the function registered with :meth:`def_call`."""
-        if self._call_fn is None:
-            raise KernelRegistrationError(
-                f"XLACustomKernel '{self.name}'.call(): no call function is "
-                f"registered. Register one with def_call(fn)."
-            )
-        return self._call_fn(*args, **kwargs)
-
-    @property
-    def call_function(self) -> Callable[..., Any] | None:
-        """The function given to :meth:`def_call`, or ``None``."""
-        return self._call_fn
-
-    def def_tags(self, *tags: str) -> None:
-        """Replace this primitive's tags (used by the registry and the CLI)."""
-        for tag in tags:
-            if not isinstance(tag, str):
-                raise KernelTypeError(
-                    f"XLACustomKernel '{self.name}'.def_tags(): tags must be strings "
-                    f"(got {type(tag).__name__}: {tag!r})."
-                )
-            if not tag:
-                raise KernelRegistrationError(
-                    f"XLACustomKernel '{self.name}'.def_tags(): tags must be non-empty "
-                    f"strings (got '')."
-                )
-        self._tags = tuple(tags)
-
-    @property
-    def tags(self) -> tuple[str, ...]:
-        """Tags set by :meth:`def_tags`."""
-        return self._tags
-
-    def def_benchmark_data(self, fn: Callable[..., Any]) -> None:
-        """Register ``fn(*, platform) -> list[BenchmarkConfig]`` for benchmarks."""
-        self._benchmark_data_fn = fn
-
-    @property
-    def benchmark_data_function(self) -> Callable[..., Any] | None:
-        """The function given to :meth:`def_benchmark_data`, or ``None``."""
-        return self._benchmark_data_fn
-
-    def benchmark(
-        self,
-        *,
-        platform: str,
-        n_warmup: int = 5,
-        n_runs: int = 20,
-        n_batch_per_run: int = 1,
-        compare_results: bool = True,
-        rtol: float = 1e-3,
-        atol: float = 1e-3,
-        verbose: bool = False,
-        catch_errors: bool = True,
-        backends: Sequence[str] | None = None,
-    ) -> Any:
-        """Time every backend on every benchmark config; return a BenchmarkResult.
-
-        See ``polykernel.benchmark`` for the statistics recorded.
-        """
-        from .benchmark.runner import run_benchmark
-
-        return run_benchmark(
-            self,
-            platform=platform,
-            n_warmup=n_warmup,
-            n_runs=n_runs,
-            n_batch_per_run=n_batch_per_run,
-            compare_results=compare_results,
-            rtol=rtol,
-            atol=atol,
-            verbose=verbose,
-            catch_errors=catch_errors,
-            backends=backends,
         )
 
 
