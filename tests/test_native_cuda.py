@@ -8,7 +8,10 @@ have not run yet (see docs/native.md).
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -125,3 +128,19 @@ void refuse(const pk::Tensor& x, pk::Tensor& y, cudaStream_t stream) {
         jax.errors.JaxRuntimeError, match=r"refuse: PK_CHECK.*too many: 8"
     ):
         jax.block_until_ready(mod.refuse(x, outs=jax.ShapeDtypeStruct((8,), x.dtype)))
+
+
+def test_gpu_run_without_a_gpu_fails_instead_of_skipping(run_env):
+    # `make test-gpu` (POLYKERNEL_TEST_GPU=1) must never pass by skipping every
+    # gpu test; plain `make test` keeps JAX on the CPU.
+    if jax.default_backend() != "cpu" or os.environ.get("POLYKERNEL_TEST_GPU") == "1":
+        pytest.skip("this run can see a GPU")
+    env = {**run_env, "POLYKERNEL_TEST_GPU": "1", "JAX_PLATFORMS": ""}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+         "-k", "explicit_arch"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "make test-gpu: JAX sees no GPU" in proc.stdout + proc.stderr
+    assert run_env["JAX_PLATFORMS"] == "cpu"
