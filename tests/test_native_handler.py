@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from polykernel.errors import BackendUnavailableError, KernelRegistrationError
 from polykernel.ffi import abi
 from polykernel.ffi.metadata import query_metadata
 from polykernel.native import CompileOptions, load_cpp_inline
@@ -64,6 +65,12 @@ void pieces(const pk::Tensor& x, pk::Tensor& starts, pk::Tensor& visits,
       seen[i] += 1;
     }
   });
+}
+
+// Not a polykernel handler: refuses XLA's registration handshake.
+extern "C" __attribute__((visibility("default")))
+XLA_FFI_Error* refuses_handshake(XLA_FFI_CallFrame* f) {
+  return pk::ffi::errorf(f->api, XLA_FFI_Error_Code_INTERNAL, "no handshake (%d)", 7);
 }
 
 void threads(const pk::Tensor& x, pk::Tensor& y) {
@@ -177,6 +184,18 @@ def test_cpu_handler_handshake_reports_the_header_version_and_no_traits(mod):
     assert meta.traits == 0 and not meta.command_buffer_compatible
 
 
+def test_metadata_query_reports_a_refusing_handler(mod):
+    import ctypes
+
+    address = ctypes.cast(mod._handle.refuses_handshake, ctypes.c_void_p).value
+    with pytest.raises(
+        KernelRegistrationError,
+        match=r"the handler at 0x[0-9a-f]+ refused the metadata query: no handshake "
+        r"\(7\)",
+    ):
+        query_metadata(address)
+
+
 def test_module_is_self_contained(mod):
     readelf = shutil.which("readelf")
     if readelf is None:
@@ -192,7 +211,9 @@ def test_module_is_self_contained(mod):
         for line in dynamic.splitlines()
         if re.search(r"\bFUNC\s+GLOBAL\s+DEFAULT\s+\d+\b", line)
     }
-    assert exported == {f"polykernel_ffi_{f}" for f in FUNCTIONS}
+    assert exported == {f"polykernel_ffi_{f}" for f in FUNCTIONS} | {
+        "refuses_handshake"
+    }
     assert "libstdc++" not in dynamic  # the C++ runtime is linked in, hidden
 
 
@@ -243,3 +264,13 @@ def test_compile_options_still_apply(tmp_path):
     src = "void one(const pk::Tensor& x, pk::Tensor& y) { y.data_ptr<float>()[0] = 1; }"
     m = load_cpp_inline("test_native_o1", src, ["one"], options=CompileOptions(1))
     assert m.one(jnp.ones(1), outs=spec((1,))).tolist() == [1.0]
+
+
+def test_unknown_ffi_version_is_refused_before_compiling(monkeypatch):
+    monkeypatch.setattr(abi, "installed_api_version", lambda: (0, 9))
+    with pytest.raises(
+        BackendUnavailableError,
+        match=r"speaks XLA FFI API 0\.9, which this polykernel does not know.*"
+        r"pip install 'jax>=0\.10,<0\.13' 'jaxlib>=0\.10,<0\.13'",
+    ):
+        load_cpp_inline("test_native_unknown_api", "void f(pk::Tensor& y) {}", ["f"])
