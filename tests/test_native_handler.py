@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -274,3 +275,58 @@ def test_unknown_ffi_version_is_refused_before_compiling(monkeypatch):
         r"pip install 'jax>=0\.10,<0\.13' 'jaxlib>=0\.10,<0\.13'",
     ):
         load_cpp_inline("test_native_unknown_api", "void f(pk::Tensor& y) {}", ["f"])
+
+
+POISON = r"""
+#include <sstream>
+#include <string>
+extern "C" int poison(long n) {
+  std::ostringstream os;
+  os << "n=" << n;
+  return static_cast<int>(os.str().size());
+}
+"""
+POISONED_PROCESS = """
+import ctypes, sys
+# Loaded before anything else: a library with its own, unhidden static libstdc++.
+# Its STB_GNU_UNIQUE locale-facet ids win the process-wide unique-symbol table, and
+# the shared libstdc++ loaded later (by jaxlib) then numbers its facets through them:
+# in an ordinarily linked module `os << long` silently writes nothing (libstdc++ 12)
+# or crashes in basic_ostream::_M_insert<long> (libstdc++ 13+, which static_casts
+# facets). A self-contained module has its own, hidden runtime and is unaffected.
+ctypes.CDLL(sys.argv[1]).poison(12345)
+import jax, jax.numpy as jnp
+from polykernel.native import load_cpp_inline
+mod = load_cpp_inline("test_native_poisoned", sys.stdin.read(), ["streams"])
+out = mod.streams(jnp.full(3, 2.5, jnp.float32),
+                  outs=jax.ShapeDtypeStruct((1,), jnp.int32))
+print(int(out[0]))
+"""
+
+
+def test_iostream_kernel_survives_a_foreign_cxx_runtime(tmp_path, run_env):
+    from polykernel.native.toolchain import find_host_compiler, has_static_runtime
+
+    cxx = find_host_compiler()
+    if not has_static_runtime(cxx):
+        pytest.skip("no static libstdc++: modules cannot be self-contained here")
+    (tmp_path / "poison.cpp").write_text(POISON)
+    lib = tmp_path / "poison.so"
+    subprocess.run(
+        [cxx, "-O2", "-shared", "-fPIC", str(tmp_path / "poison.cpp"), "-o", str(lib),
+         "-static-libstdc++", "-static-libgcc"],
+        check=True,
+    )  # fmt: skip
+    streams = SRC[
+        SRC.index("// A kernel that uses iostreams") : SRC.index("// For every")
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-c", POISONED_PROCESS, str(lib)],
+        input="#include <sstream>\n#include <string>\n" + streams,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[-1] == str(len("n=3 first=2.5"))

@@ -8,10 +8,13 @@ Every module is built self-contained where the toolchain allows it: the C++ runt
 is linked statically with its symbols hidden (``-static-libstdc++ -static-libgcc
 -Wl,--exclude-libs,ALL``) and only the handlers are exported
 (``-fvisibility=hidden``). A module then never binds the C++ runtime of whatever
-else the process loaded, so a kernel's iostreams, locale or exceptions cannot be
-broken by another library's copy of them (an iostream kernel crashed on
-Ubuntu 24.04 + jaxlib 0.11 when it shared the process's libstdc++). Where no static
-libstdc++ is installed (e.g. RHEL without libstdc++-static), it links dynamically.
+else the process loaded: a library with an unhidden static libstdc++ exports its
+locale-facet ids as ``STB_GNU_UNIQUE`` symbols, which the dynamic linker unifies
+process-wide, and after it has used iostreams an ordinarily linked module crashes
+in ``basic_ostream::_M_insert<long>`` on libstdc++ 6.0.33 (seen on Ubuntu 24.04,
+reproduced on Debian trixie). Hiding matters: ``-static-libstdc++`` alone still
+exports those symbols. Where no static libstdc++ is installed (e.g. RHEL without
+libstdc++-static), modules link it dynamically.
 """
 
 from __future__ import annotations
