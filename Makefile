@@ -1,10 +1,32 @@
 # Two entry points that work on a fresh machine (Python, gcc and nvcc only):
-#   make demo   - create the virtualenv, install polykernel, run the main job
-#   make test   - create the virtualenv, install polykernel with its test extras, run the tests
-# PYTHON / VENV select the interpreter and environment (CI also runs Python 3.12 this way).
+#   make demo      - create the virtualenv, install polykernel, run the main job
+#   make test      - create the virtualenv, install polykernel with its test extras, run the tests
+# and, for the support matrix and GPU machines:
+#   make test JAX=0.11   - the same on the newest JAX 0.11.x (in .venv-jax0.11, Python 3.12)
+#   make test-gpu        - the whole suite with JAX allowed to use the GPU (gpu tests must pass)
+# JAX selects a supported JAX line (0.10 on Python 3.11; 0.11, 0.12 on Python 3.12): its
+# newest release, with the newest NumPy and Numba it allows, in its own virtualenv. Without
+# JAX, PYTHON (default python3) gets the newest JAX it can install. PYTHON / VENV override.
 
+JAX ?=
+JAX_LINES := 0.10 0.11 0.12
+PYTHON_FOR_0.10 := 3.11
+PYTHON_FOR_0.11 := 3.12
+PYTHON_FOR_0.12 := 3.12
+ifeq ($(JAX),)
 PYTHON ?= python3
 VENV ?= .venv
+JAX_PIN :=
+else
+ifeq ($(filter $(JAX),$(JAX_LINES)),)
+$(error JAX=$(JAX) is not a supported line; use one of: $(JAX_LINES))
+endif
+# Recursive (=): the interpreter is only searched for when a recipe needs it.
+PYTHON ?= $(shell .ci/find-python $(PYTHON_FOR_$(JAX)))
+VENV ?= .venv-jax$(JAX)
+JAX_PIN := "jax==$(JAX).*" "jaxlib==$(JAX).*"
+endif
+JAX_CUDA ?= cuda12
 PY := $(VENV)/bin/python
 RUN_DIR := $(CURDIR)/.cache
 # Every cache the run writes lives under this checkout, never in the user's home.
@@ -13,23 +35,39 @@ RUN_ENV := JAX_PLATFORMS=cpu NUMBA_THREADING_LAYER=omp TRITON_DEFAULT_FP_FUSION=
 	WARP_CACHE_PATH=$(RUN_DIR)/warp TRITON_CACHE_DIR=$(RUN_DIR)/triton \
 	POLYKERNEL_CONFIG_DIR=$(RUN_DIR)/config MPLBACKEND=Agg
 
-.PHONY: demo test lint clean
+.PHONY: demo test test-gpu lint clean venv
 
 $(VENV)/.installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "no Python for JAX=$(JAX); pass PYTHON=..." >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test]" $(JAX_PIN)
 	touch $@
+
+venv: $(VENV)/.installed
 
 demo: $(VENV)/.installed
 	mkdir -p -m 700 $(RUN_DIR)
 	$(RUN_ENV) $(PY) -m polykernel.demo --output demo-output
 
 test: $(VENV)/.installed
+	$(PY) -c "import jax, jaxlib, numpy, numba, sys; print('== python', sys.version.split()[0], \
+	'jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy', numpy.__version__, \
+	'numba', numba.__version__)"
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The GPU flavour of jax lives in its own virtualenv so `make test` stays CPU-only.
+$(VENV)-gpu/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)-gpu
+	$(VENV)-gpu/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)-gpu/bin/python -m pip install --quiet -e ".[test]" "jax[$(JAX_CUDA)]" $(JAX_PIN)
+	touch $@
+
+test-gpu: $(VENV)-gpu/.installed
+	POLYKERNEL_TEST_GPU=1 $(VENV)-gpu/bin/python -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check src tests examples benchmarks
 
 clean:
-	rm -rf $(VENV) $(RUN_DIR) demo-output
+	rm -rf .venv .venv-jax* $(RUN_DIR) demo-output

@@ -2,17 +2,23 @@
 
 The variables are set before JAX or Numba is imported by any test module, and every
 cache directory lives under one temporary directory this run owns.
+
+``make test`` runs on the CPU only (``JAX_PLATFORMS=cpu``) and skips ``gpu`` tests.
+``make test-gpu`` sets ``POLYKERNEL_TEST_GPU=1``: JAX may then use the GPU too
+(``JAX_PLATFORMS=cpu,cuda``: CPU stays the default device, so every CPU test means
+the same; GPU tests put their data on ``jax.devices("gpu")``), every ``gpu`` test
+runs, and a run where JAX sees no GPU fails at start instead of skipping them.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 
 _RUN_DIR = tempfile.mkdtemp(prefix="polykernel-tests-")
 os.chmod(_RUN_DIR, 0o700)
-os.environ["JAX_PLATFORMS"] = "cpu"
+GPU_RUN = os.environ.get("POLYKERNEL_TEST_GPU") == "1"
+os.environ["JAX_PLATFORMS"] = "cpu,cuda" if GPU_RUN else "cpu"
 os.environ["NUMBA_THREADING_LAYER"] = "omp"
 os.environ["POLYKERNEL_CACHE_DIR"] = os.path.join(_RUN_DIR, "polykernel-cache")
 os.environ["POLYKERNEL_CONFIG_DIR"] = os.path.join(_RUN_DIR, "polykernel-config")
@@ -27,24 +33,43 @@ import pytest  # noqa: E402
 def pytest_report_header(config: pytest.Config) -> list[str]:
     import jax
 
-    return [f"jax {jax.__version__}, run dir {_RUN_DIR}"]
+    gpus = _gpu_devices()
+    return [
+        f"jax {jax.__version__}, run dir {_RUN_DIR}",
+        f"JAX_PLATFORMS={os.environ['JAX_PLATFORMS']}, GPUs visible to JAX: "
+        f"{len(gpus) if gpus else 'none (gpu tests are skipped)'}",
+    ]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if GPU_RUN and not _gpu_devices():
+        raise pytest.UsageError(
+            "make test-gpu: JAX sees no GPU, so the gpu tests cannot run. Run it on a "
+            "machine with an NVIDIA GPU and driver, with a CUDA-enabled jax "
+            "(`make test-gpu` installs jax[cuda12]; set JAX_CUDA=cuda13 for CUDA 13)."
+        )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
-    # No test machine of ours has a GPU; GPU launch tests are skipped unless the
-    # run is on a machine where JAX sees one (JAX_PLATFORMS must then allow it).
-    skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (none on this machine)")
-    if not _has_gpu():
-        for item in items:
-            if "gpu" in item.keywords:
-                item.add_marker(skip_gpu)
+    # GPU launch tests run where JAX sees a GPU (make test-gpu); elsewhere they are
+    # skipped, and their compile-only twins still run.
+    if _gpu_devices():
+        return
+    skip_gpu = pytest.mark.skip(reason="needs a GPU visible to JAX (make test-gpu)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
 
 
-def _has_gpu() -> bool:
-    return (
-        shutil.which("nvidia-smi") is not None
-        and os.environ.get("POLYKERNEL_TEST_GPU") == "1"
-    )
+def _gpu_devices() -> list:
+    if not GPU_RUN:
+        return []  # JAX_PLATFORMS=cpu: no GPU can be visible
+    import jax
+
+    try:
+        return jax.devices("gpu")
+    except RuntimeError:
+        return []
 
 
 @pytest.fixture

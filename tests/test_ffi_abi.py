@@ -14,78 +14,135 @@ import numpy as np
 import pytest
 
 from polykernel.backends.numba_cpu import numba_kernel
-from polykernel.errors import KernelRegistrationError
+from polykernel.errors import BackendUnavailableError, KernelRegistrationError
 from polykernel.ffi import abi, kernel_fingerprint, register_cpu_target, target_name
 
 C_PROBE = r"""
 #include <stddef.h>
 #include <stdio.h>
 #include "xla/ffi/api/c_api.h"
-#if XLA_FFI_API_MINOR >= 5  /* jaxlib 0.12 renamed the extension header struct */
-typedef XLA_FFI_InternalExtension PK_Ext;
-#else
-typedef XLA_FFI_Extension_Base PK_Ext;
-#endif
+/* The extension header type was renamed (XLA_FFI_Extension_Base ->
+   XLA_FFI_InternalExtension, at API 0.4 in jaxlib 0.11.2): take it from the field. */
+typedef __typeof__(*((XLA_FFI_CallFrame*)0)->extension_start) PK_Ext;
 #define P(name, expr) printf("%s %ld\n", name, (long)(expr))
 #define F(m) offsetof(XLA_FFI_CallFrame, m)
 #define V(m) (offsetof(XLA_FFI_Metadata, api_version) \
               + offsetof(XLA_FFI_Api_Version, m))
 int main(void) {
-  P("FRAME_EXTENSION", offsetof(XLA_FFI_CallFrame, api) - 8);
-  P("FRAME_API", offsetof(XLA_FFI_CallFrame, api));
-  P("FRAME_STAGE", offsetof(XLA_FFI_CallFrame, stage));
+  P("FRAME_STRUCT_SIZE", XLA_FFI_CallFrame_STRUCT_SIZE);
+  P("FRAME_EXTENSION", F(extension_start));
+  P("FRAME_API", F(api));
+  P("FRAME_CTX", F(ctx));
+  P("FRAME_STAGE", F(stage));
   P("FRAME_ARGS_SIZE", F(args) + offsetof(XLA_FFI_Args, size));
+  P("FRAME_ARG_TYPES", F(args) + offsetof(XLA_FFI_Args, types));
   P("FRAME_ARGS", F(args) + offsetof(XLA_FFI_Args, args));
   P("FRAME_RETS_SIZE", F(rets) + offsetof(XLA_FFI_Rets, size));
   P("FRAME_RETS", F(rets) + offsetof(XLA_FFI_Rets, rets));
   P("FRAME_ATTRS_SIZE", F(attrs) + offsetof(XLA_FFI_Attrs, size));
   P("FRAME_ATTR_TYPES", F(attrs) + offsetof(XLA_FFI_Attrs, types));
+  P("FRAME_ATTR_NAMES", F(attrs) + offsetof(XLA_FFI_Attrs, names));
   P("FRAME_ATTRS", F(attrs) + offsetof(XLA_FFI_Attrs, attrs));
   P("EXT_TYPE", offsetof(PK_Ext, type));
+  P("METADATA_EXT_SIZE", XLA_FFI_Metadata_Extension_STRUCT_SIZE);
   P("METADATA_EXT_METADATA", offsetof(XLA_FFI_Metadata_Extension, metadata));
+  P("METADATA_SIZE", XLA_FFI_Metadata_STRUCT_SIZE);
+  P("METADATA_VERSION", offsetof(XLA_FFI_Metadata, api_version));
   P("METADATA_MAJOR", V(major_version));
   P("METADATA_MINOR", V(minor_version));
   P("METADATA_TRAITS", offsetof(XLA_FFI_Metadata, traits));
+  P("METADATA_STATE_TYPE_ID", offsetof(XLA_FFI_Metadata, state_type_id));
+  P("API_VERSION_SIZE", XLA_FFI_Api_Version_STRUCT_SIZE);
   P("BUFFER_DTYPE", offsetof(XLA_FFI_Buffer, dtype));
   P("BUFFER_DATA", offsetof(XLA_FFI_Buffer, data));
   P("BUFFER_RANK", offsetof(XLA_FFI_Buffer, rank));
   P("BUFFER_DIMS", offsetof(XLA_FFI_Buffer, dims));
   P("SCALAR_DTYPE", offsetof(XLA_FFI_Scalar, dtype));
   P("SCALAR_VALUE", offsetof(XLA_FFI_Scalar, value));
+  P("BYTESPAN_PTR", offsetof(XLA_FFI_ByteSpan, ptr));
+  P("BYTESPAN_LEN", offsetof(XLA_FFI_ByteSpan, len));
+  P("API_STRUCT_SIZE", XLA_FFI_Api_STRUCT_SIZE);
   P("API_ERROR_CREATE", offsetof(XLA_FFI_Api, XLA_FFI_Error_Create));
+  P("API_ERROR_DESTROY", offsetof(XLA_FFI_Api, XLA_FFI_Error_Destroy));
+  P("API_STREAM_GET", offsetof(XLA_FFI_Api, XLA_FFI_Stream_Get));
+  P("API_THREAD_POOL_SCHEDULE", offsetof(XLA_FFI_Api, XLA_FFI_ThreadPool_Schedule));
+  P("API_THREAD_POOL_NUM_THREADS",
+    offsetof(XLA_FFI_Api, XLA_FFI_ThreadPool_NumThreads));
   P("ERROR_CREATE_ARGS_SIZE", XLA_FFI_Error_Create_Args_STRUCT_SIZE);
+  P("ERROR_CREATE_ARGS_MESSAGE", offsetof(XLA_FFI_Error_Create_Args, message));
+  P("ERROR_CREATE_ARGS_ERRC", offsetof(XLA_FFI_Error_Create_Args, errc));
+  /* enum values (module constants, identical in every supported version) */
   P("STAGE_EXECUTE", XLA_FFI_ExecutionStage_EXECUTE);
   P("EXT_TYPE_METADATA", XLA_FFI_Extension_Metadata);
   P("ATTR_TYPE_SCALAR", XLA_FFI_AttrType_SCALAR);
-  P("API_MINOR_HEADER", XLA_FFI_API_MINOR);
+  P("ARG_TYPE_BUFFER", XLA_FFI_ArgType_BUFFER);
+  P("TRAIT_COMMAND_BUFFER_COMPATIBLE",
+    XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);
+  P("ERRC_INVALID_ARGUMENT", XLA_FFI_Error_Code_INVALID_ARGUMENT);
+  P("ERRC_INTERNAL", XLA_FFI_Error_Code_INTERNAL);
+  P("HEADER_MAJOR", XLA_FFI_API_MAJOR);
+  P("HEADER_MINOR", XLA_FFI_API_MINOR);
   return 0;
 }
 """
+DTYPE_ENUMS = {
+    "bool": "PRED", "int8": "S8", "int16": "S16", "int32": "S32", "int64": "S64",
+    "uint8": "U8", "uint16": "U16", "uint32": "U32", "uint64": "U64",
+    "float16": "F16", "float32": "F32", "float64": "F64", "complex64": "C64",
+    "bfloat16": "BF16", "complex128": "C128",
+}  # fmt: skip
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs a C compiler")
 def test_offsets_match_installed_jaxlib_headers(tmp_path):
+    dtypes = "".join(
+        f'  P("DTYPE_{name}", XLA_FFI_DataType_{enum});\n'
+        for name, enum in DTYPE_ENUMS.items()
+    )
     src = tmp_path / "probe.c"
-    src.write_text(C_PROBE)
+    src.write_text(C_PROBE.replace("  return 0;\n}", dtypes + "  return 0;\n}"))
     exe = tmp_path / "probe"
     inc = jax.ffi.include_dir()
     subprocess.run(["gcc", "-I", inc, str(src), "-o", str(exe)], check=True)
-    values = {
-        k: int(v)
-        for k, v in (
-            ln.split()
-            for ln in subprocess.check_output([str(exe)]).decode().splitlines()
-        )
-    }
-    header_minor = values.pop("API_MINOR_HEADER")
-    assert header_minor >= abi.API_MINOR  # a version this jaxlib understands
+    lines = subprocess.check_output([str(exe)]).decode().splitlines()
+    values = {k: int(v) for k, v in (ln.split() for ln in lines)}
+    version = (values.pop("HEADER_MAJOR"), values.pop("HEADER_MINOR"))
+    assert abi.installed_api_version() == version
+    assert version in abi.SUPPORTED_VERSIONS
+    assert version[0] == abi.API_MAJOR and version[1] >= abi.API_MINOR
+    table = abi.layout()
+    assert set(table) <= set(values)  # every layout fact is probed
     for name, value in values.items():
-        assert getattr(abi, name) == value, name
+        if name.startswith("DTYPE_"):
+            assert abi.DTYPE_CODES[name[6:]] == value, name
+        else:
+            assert getattr(abi, name) == value, name
     for name, code in abi.DTYPE_CODES.items():
         assert (
             abi.dtype_code(np.dtype(name) if name != "bfloat16" else jnp.bfloat16)
             == code
         )
+
+
+def test_unknown_ffi_version_is_refused_with_what_to_install(tmp_path, monkeypatch):
+    with pytest.raises(
+        BackendUnavailableError,
+        match=r"XLA FFI API 0\.9, which this polykernel does not know \(known: "
+        r"0\.3 \(jaxlib 0\.10\).*install them with: pip install 'jax>=0\.10,<0\.13'",
+    ):
+        abi.layout_for((0, 9))
+    assert abi.parse_api_version("#define XLA_FFI_API_MINOR 4") is None
+    header = tmp_path / "c_api.h"
+    header.write_text("#define XLA_FFI_API_MAJOR 1\n#define XLA_FFI_API_MINOR 0\n")
+    monkeypatch.setattr(abi, "ffi_header", lambda: header)
+    abi.installed_api_version.cache_clear()
+    try:
+        with pytest.raises(BackendUnavailableError, match=r"FFI API 1\.0"):
+            abi.layout()
+    finally:
+        monkeypatch.undo()
+        abi.installed_api_version.cache_clear()
+    assert abi.layout()["FRAME_API"] == 16
 
 
 def test_dtype_helpers():

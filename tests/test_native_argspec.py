@@ -134,6 +134,11 @@ def test_wrapper_checks_pinned_dtype_and_rank():
         "cpu",
     )
     full, wrappers = render_source("m", SRC, specs, "cpu")
-    assert "!= 11" in wrappers and "dimensions().size() != 2" in wrappers
+    # input 0 pins dtype code 11 (float32) and rank 2; input 1 pins nothing (-1).
+    assert "get_buffer(frame, false, 0, 11, 2, " in wrappers
+    assert "get_buffer(frame, false, 1, -1, -1, " in wrappers
     assert full.startswith('#include "polykernel.h"\n#line 1 "m.cpp"')
-    assert 'Attr<float>("alpha")' in wrappers and "::add(" in wrappers
+    # attributes are decoded by name, in XLA's (sorted) order, with their type code
+    assert "float attr_alpha;" in wrappers
+    assert 'get_scalar(frame, 0, "alpha", 5, 11, ' in wrappers
+    assert "::add(" in wrappers and "ffi.h" not in full

@@ -28,7 +28,10 @@ void scaled_add(const pk::Tensor& x, const pk::Tensor& y, pk::Tensor& out,
   float* o = out.data_ptr<float>();
   const int64_t n = out.numel();
   PK_CHECK(x.numel() == n && y.numel() == n, "scaled_add: x, y, out sizes differ");
-  for (int64_t i = 0; i < n; ++i) o[i] = alpha * a[i] + b[i];
+  // Memory-bound: split large arrays over XLA's intra-op threads, as XLA does.
+  pk::parallel_for(0, n, 1 << 16, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) o[i] = alpha * a[i] + b[i];
+  });
 }
 """
 

@@ -31,6 +31,7 @@ void event_csrmv(const pk::Tensor& data, const pk::Tensor& indices,
   const int64_t rows = indptr.numel() - 1;
   PK_CHECK(spikes.numel() == rows, "event_csrmv: spikes must have n_rows entries");
   for (int64_t k = 0; k < out.numel(); ++k) y[k] = 0.f;
+  // A scatter: two rows may add into the same entry, so no pk::parallel_for here.
   for (int64_t i = 0; i < rows; ++i) {
     if (!s[i]) continue;
     for (int64_t j = ptr[i]; j < ptr[i + 1]; ++j) y[idx[j]] += d[j];

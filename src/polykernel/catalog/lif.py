@@ -28,12 +28,14 @@ void lif_step(const pk::Tensor& v, const pk::Tensor& i_ext, pk::Tensor& v_next,
   bool* sp = spikes.data_ptr<bool>();
   const int64_t n = v.numel();
   PK_CHECK(i_ext.numel() == n, "lif_step: v and i_ext sizes differ");
-  for (int64_t k = 0; k < n; ++k) {
-    const float candidate = vv[k] + dt * (-(vv[k] - v_rest) * tau_inv + ii[k]);
-    const bool fired = candidate >= v_th;
-    sp[k] = fired;
-    vn[k] = fired ? v_rest : candidate;
-  }
+  pk::parallel_for(0, n, 1 << 15, [&](int64_t lo, int64_t hi) {
+    for (int64_t k = lo; k < hi; ++k) {
+      const float candidate = vv[k] + dt * (-(vv[k] - v_rest) * tau_inv + ii[k]);
+      const bool fired = candidate >= v_th;
+      sp[k] = fired;
+      vn[k] = fired ? v_rest : candidate;
+    }
+  });
 }
 """
 

@@ -1,5 +1,5 @@
 // polykernel.h: the contract between user C++/CUDA code and polykernel's generated
-// XLA FFI wrappers.
+// XLA FFI handlers.
 //
 //   void f(const pk::Tensor& x,   // token "arg"    (input buffer)
 //          pk::Tensor& y,         // token "ret"    (output buffer)
@@ -8,38 +8,99 @@
 //
 // pk::Tensor is a non-owning view of one XLA buffer. data_ptr<T>() checks T against
 // the buffer's dtype and throws pk::Error on a mismatch, so a buffer is never read
-// with the wrong element type. PK_CHECK(cond, msg) throws (never aborts); the wrapper
+// with the wrong element type. PK_CHECK(cond, msg) throws (never aborts); the handler
 // turns every C++ exception into an XLA FFI error carrying its message.
+// pk::parallel_for(begin, end, grain, fn) splits a loop over XLA's intra-op threads.
+//
+// Only the plain-C FFI API (xla/ffi/api/c_api.h) and a few light C++ headers are
+// included: the template-heavy ffi.h and <iostream>/<sstream>/<string> are not, so a
+// module compiles in a fraction of a second. Include what your own code uses.
+// Messages are formatted with snprintf, never with iostreams.
 #ifndef POLYKERNEL_H_
 #define POLYKERNEL_H_
 
-#include <complex>
+#include <sched.h>
+
+#include <cstdarg>
+#include <cstddef>
 #include <cstdint>
-#include <sstream>
-#include <stdexcept>
-#include <string>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <type_traits>
+
+#include "xla/ffi/api/c_api.h"
+
+// Keep in step with polykernel.ffi.abi.SUPPORTED_VERSIONS (a test checks it).
+#define PK_FFI_API_MIN_MINOR 3
+#define PK_FFI_API_MAX_MINOR 5
+#if XLA_FFI_API_MAJOR != 0 || XLA_FFI_API_MINOR < PK_FFI_API_MIN_MINOR || \
+    XLA_FFI_API_MINOR > PK_FFI_API_MAX_MINOR
+#error "polykernel.h supports the XLA FFI C API 0.3-0.5 (jaxlib 0.10-0.12); install jax and jaxlib >=0.10,<0.13"
+#endif
 
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
 #endif
 
-// jaxlib's api.h has a switch without a trailing return (-Wreturn-type); harmless.
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wreturn-type"
+// std::complex without <complex> (which drags in <sstream> and costs ~1 s per
+// build): libstdc++ declares it exactly like this; other libraries get the header.
+#if defined(__GLIBCXX__)
+namespace std _GLIBCXX_VISIBILITY(default) {
+_GLIBCXX_BEGIN_NAMESPACE_VERSION
+template <typename _Tp>
+class complex;
+_GLIBCXX_END_NAMESPACE_VERSION
+}  // namespace std
+#else
+#include <complex>
 #endif
-#include "xla/ffi/api/ffi.h"
+
 #if defined(__GNUC__)
-#pragma GCC diagnostic pop
+#define PK_COLD __attribute__((cold, noinline))
+#define PK_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PK_COLD
+#define PK_PRINTF(f, a)
 #endif
 
 namespace pk {
 
 // Error thrown by polykernel checks and PK_CHECK; any std::exception also works.
-class Error : public std::runtime_error {
+class Error : public std::exception {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const char* message) noexcept { assign(message, std::strlen(message)); }
+  // Anything with data() and size(), e.g. std::string, without including <string>.
+  template <typename S, typename = decltype(static_cast<const S*>(nullptr)->data() +
+                                            static_cast<const S*>(nullptr)->size())>
+  explicit Error(const S& message) noexcept {
+    assign(message.data(), message.size());
+  }
+  Error(const Error& other) noexcept : std::exception(other) {
+    assign(other.what(), std::strlen(other.what()));
+  }
+  Error& operator=(const Error& other) noexcept {
+    if (this != &other) {
+      std::free(text_);
+      assign(other.what(), std::strlen(other.what()));
+    }
+    return *this;
+  }
+  ~Error() override { std::free(text_); }
+  const char* what() const noexcept override {
+    return text_ != nullptr ? text_ : "pk::Error (no memory left for its message)";
+  }
+
+ private:
+  void assign(const char* s, size_t n) noexcept {
+    text_ = static_cast<char*>(std::malloc(n + 1));
+    if (text_ != nullptr) {
+      std::memcpy(text_, s, n);
+      text_[n] = '\0';
+    }
+  }
+  char* text_ = nullptr;
 };
 
 // Dtype codes are XLA_FFI_DataType values.
@@ -85,6 +146,73 @@ template <> struct dtype_of<float> { static constexpr int value = 11; };
 template <> struct dtype_of<double> { static constexpr int value = 12; };
 template <> struct dtype_of<std::complex<float>> { static constexpr int value = 15; };
 template <> struct dtype_of<std::complex<double>> { static constexpr int value = 18; };
+
+// printf into a fresh pk::Error (the message is copied, so a stack buffer is fine).
+PK_COLD PK_PRINTF(1, 2) inline Error format_error(const char* fmt, ...) {
+  char text[1024];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(text, sizeof text, fmt, args);
+  va_end(args);
+  return Error(text);
+}
+
+// The `msg` of PK_CHECK(cond, "a" << n << ...): an iostream-free message builder.
+class Message {
+ public:
+  Message& operator<<(const char* s) { return append(s != nullptr ? s : "(null)"); }
+  Message& operator<<(char c) { return put("%c", c); }
+  Message& operator<<(signed char c) { return put("%c", c); }
+  Message& operator<<(unsigned char c) { return put("%c", c); }
+  Message& operator<<(bool b) { return append(b ? "1" : "0"); }
+  Message& operator<<(float v) { return put("%g", static_cast<double>(v)); }
+  Message& operator<<(double v) { return put("%g", v); }
+  Message& operator<<(long double v) { return put("%Lg", v); }
+  Message& operator<<(const void* p) { return put("%p", p); }
+  Message& operator<<(std::nullptr_t) { return append("nullptr"); }
+  template <typename T>
+  typename std::enable_if<std::is_integral<T>::value && std::is_signed<T>::value,
+                          Message&>::type
+  operator<<(T v) { return put("%lld", static_cast<long long>(v)); }
+  template <typename T>
+  typename std::enable_if<std::is_integral<T>::value && !std::is_signed<T>::value,
+                          Message&>::type
+  operator<<(T v) { return put("%llu", static_cast<unsigned long long>(v)); }
+  template <typename T>
+  typename std::enable_if<std::is_enum<T>::value, Message&>::type operator<<(T v) {
+    return *this << static_cast<typename std::underlying_type<T>::type>(v);
+  }
+  template <typename T>
+  typename std::enable_if<!std::is_same<typename std::remove_cv<T>::type, char>::value,
+                          Message&>::type
+  operator<<(T* p) { return *this << static_cast<const void*>(p); }
+  // std::string, std::string_view and friends, without including <string>.
+  template <typename S, typename = decltype(static_cast<const S*>(nullptr)->data() +
+                                            static_cast<const S*>(nullptr)->size())>
+  Message& operator<<(const S& s) { return append(s.data(), s.size()); }
+  const char* c_str() const { return text_; }
+
+ private:
+  PK_PRINTF(2, 3) Message& put(const char* fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    const int n = std::vsnprintf(text_ + len_, sizeof text_ - len_, fmt, args);
+    va_end(args);
+    if (n > 0) len_ = len_ + static_cast<size_t>(n) < sizeof text_ ? len_ + n : sizeof text_ - 1;
+    return *this;
+  }
+  Message& append(const char* s) { return append(s, std::strlen(s)); }
+  Message& append(const char* s, size_t n) {
+    const size_t room = sizeof text_ - 1 - len_;
+    n = n < room ? n : room;
+    std::memcpy(text_ + len_, s, n);
+    len_ += n;
+    text_[len_] = '\0';
+    return *this;
+  }
+  char text_[2048] = {0};
+  size_t len_ = 0;
+};
 }  // namespace detail
 
 class Tensor {
@@ -96,15 +224,14 @@ class Tensor {
   // bfloat16 buffers are read as raw bits with data_ptr_raw16()).
   template <typename T>
   T* data_ptr() const {
-    using U = std::remove_cv_t<T>;
+    using U = typename std::remove_cv<T>::type;
     static_assert(detail::dtype_of<U>::value > 0,
                   "pk::Tensor::data_ptr<T>: T must be bool, (u)int8..64, float, "
                   "double or std::complex<float/double>");
     if (detail::dtype_of<U>::value != dtype_) {
-      std::ostringstream os;
-      os << where_ << " has dtype " << dtype_name(dtype_) << " but the kernel reads it"
-         << " as " << dtype_name(detail::dtype_of<U>::value) << " (data_ptr<T>)";
-      throw Error(os.str());
+      throw detail::format_error(
+          "%s has dtype %s but the kernel reads it as %s (data_ptr<T>)", where_,
+          dtype_name(dtype_), dtype_name(detail::dtype_of<U>::value));
     }
     return static_cast<T*>(data_);
   }
@@ -112,8 +239,8 @@ class Tensor {
   // float16 / bfloat16 buffers as 16-bit words (C++17 has no portable half type).
   uint16_t* data_ptr_raw16() const {
     if (dtype_ != 10 && dtype_ != 16) {
-      throw Error(std::string(where_) + " is not float16/bfloat16 but " +
-                  dtype_name(dtype_) + " (data_ptr_raw16)");
+      throw detail::format_error("%s is not float16/bfloat16 but %s (data_ptr_raw16)",
+                                 where_, dtype_name(dtype_));
     }
     return static_cast<uint16_t*>(data_);
   }
@@ -126,9 +253,9 @@ class Tensor {
   int64_t shape(int64_t i) const {
     int64_t j = i < 0 ? i + ndim_ : i;
     if (j < 0 || j >= ndim_) {
-      std::ostringstream os;
-      os << where_ << ": shape(" << i << ") is out of range for rank " << ndim_;
-      throw Error(os.str());
+      throw detail::format_error("%s: shape(%lld) is out of range for rank %lld", where_,
+                                 static_cast<long long>(i),
+                                 static_cast<long long>(ndim_));
     }
     return dims_[j];
   }
@@ -152,11 +279,14 @@ class Tensor {
 #define PK_CHECK(cond, msg)                                                  \
   do {                                                                       \
     if (!(cond)) {                                                           \
-      std::ostringstream pk_check_os_;                                       \
-      pk_check_os_ << "PK_CHECK(" #cond ") failed at " << __FILE__ << ":"    \
-                   << __LINE__ << ": " << msg;                               \
-      throw ::pk::Error(pk_check_os_.str());                                 \
+      ::pk::detail::Message pk_check_msg_;                                   \
+      pk_check_msg_ << "PK_CHECK(" #cond ") failed at " << __FILE__ << ":"   \
+                    << __LINE__ << ": " << msg;                              \
+      throw ::pk::Error(pk_check_msg_.c_str());                              \
     }                                                                        \
   } while (0)
+
+#include "polykernel_ffi.h"
+#include "polykernel_parallel.h"
 
 #endif  // POLYKERNEL_H_

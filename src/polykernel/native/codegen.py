@@ -1,10 +1,14 @@
-"""Generate the translation unit: header include, the user's source, FFI wrappers.
+"""Generate the translation unit: header include, the user's source, FFI handlers.
 
-For every function the wrapper is an ``extern "C"`` XLA FFI handler built with the
-typed C++ API (``xla/ffi/api/ffi.h``). It binds ``AnyBuffer`` inputs and results and
-typed attributes, checks the pinned dtype and rank of every buffer, wraps each buffer
-in a ``pk::Tensor`` (whose ``data_ptr<T>()`` checks the dtype again at use), passes the
-CUDA stream, calls the user's function, and turns any C++ exception into an FFI error
+For every function the handler is an ``extern "C"`` function of the XLA FFI C API
+(``XLA_FFI_Error* f(XLA_FFI_CallFrame*)``), written against ``xla/ffi/api/c_api.h``
+only through the small decoding layer in ``polykernel_ffi.h`` (never the
+template-heavy ``ffi.h``, which costs seconds per build). It answers XLA's metadata
+query (API version of the headers, traits: CUDA handlers are command-buffer
+compatible unless ``allow_cuda_graph=False``), checks the frame (counts, the pinned
+dtype and rank of every buffer, attribute names and scalar types), wraps each buffer
+in a ``pk::Tensor`` (whose ``data_ptr<T>()`` checks the dtype again at use), passes
+the stream, calls the user's function and turns any C++ exception into an FFI error
 that carries its message. The checks live in the handler, so calling the target
 through a raw ``jax.ffi.ffi_call`` is exactly as safe as calling the module.
 """
@@ -15,7 +19,8 @@ from .argspec import ATTR_TYPES, BUFFER_DTYPES, FunctionSpec, Param
 
 __all__ = ["handler_symbol", "render_source"]
 
-_FFI = "::xla::ffi"
+_TRAIT_COMMAND_BUFFER = "XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE"
+_EXPORT = '__attribute__((visibility("default")))'
 
 
 def handler_symbol(function: str) -> str:
@@ -29,10 +34,12 @@ def render_source(
     specs: tuple[FunctionSpec, ...],
     platform: str,
     filename: str | None = None,
+    allow_cuda_graph: bool = True,
 ) -> tuple[str, str]:
     """Return ``(full_source, wrapper_text)`` for one module.
 
     The user's code keeps its own line numbers in compiler messages (``#line``).
+    ``allow_cuda_graph`` (CUDA only) marks every handler command-buffer compatible.
 
     Example:
         >>> from polykernel.native.argspec import resolve_specs
@@ -43,7 +50,8 @@ def render_source(
         True
     """
     ext = "cu" if platform == "cuda" else "cpp"
-    wrappers = "\n".join(_wrapper(module, spec) for spec in specs)
+    traits = _TRAIT_COMMAND_BUFFER if platform == "cuda" and allow_cuda_graph else "0u"
+    wrappers = "\n".join(_handler(module, spec, traits) for spec in specs)
     full = (
         '#include "polykernel.h"\n'
         f"#line 1 {_c_string(filename or f'{module}.{ext}')}\n"
@@ -61,89 +69,77 @@ def _label(p: Param, index: int) -> str:
     return f"{role} {index}{named}"
 
 
-def _buffer_check(where: str, var: str, label: str, p: Param) -> list[str]:
-    lines = []
-    if p.dtype is not None:
-        code = BUFFER_DTYPES[p.dtype]
-        lines.append(
-            f"    if (static_cast<int>({var}.element_type()) != {code}) return "
-            f"{_FFI}::Error::InvalidArgument("
-            f'std::string("{where}: {label} has dtype ") + '
-            f"::pk::dtype_name(static_cast<int>({var}.element_type())) + "
-            f'", expected {p.dtype}");'
-        )
-    if p.rank is not None:
-        lines.append(
-            f"    if ({var}.dimensions().size() != {p.rank}) return "
-            f"{_FFI}::Error::InvalidArgument("
-            f'std::string("{where}: {label} has rank ") + '
-            f"std::to_string({var}.dimensions().size()) + "
-            f'", expected {p.rank}");'
-        )
-    return lines
+def _buffer(p: Param, index: int, var: str) -> list[str]:
+    """Decode and check one buffer into ``var``; wrap it as ``pk::Tensor t_<var>``."""
+    dtype = BUFFER_DTYPES[p.dtype] if p.dtype is not None else -1
+    rank = p.rank if p.rank is not None else -1
+    label = _c_string(_label(p, index))
+    result = "true" if p.kind == "ret" else "false"
+    const = "const " if p.kind == "arg" else ""
+    return [
+        f"  XLA_FFI_Buffer* {var};",
+        f"  if ((err = ffi::get_buffer(frame, {result}, {index}, {dtype}, {rank}, "
+        f"kWhere, {label}, &{var}))) return err;",
+        f"  {const}::pk::Tensor t_{var}({var}->data, static_cast<int>({var}->dtype), "
+        f"{var}->rank, {var}->dims, {label});",
+    ]
 
 
-def _wrapper(module: str, spec: FunctionSpec) -> str:
+def _attributes(spec: FunctionSpec) -> tuple[list[str], dict[str, str]]:
+    """Decode the attributes in XLA's order (sorted by name); C++ names by attr."""
+    lines, names = [], {}
+    for k, p in enumerate(sorted(spec.attrs, key=lambda a: a.name.encode())):
+        var = f"attr_{p.name}"
+        names[p.name] = var
+        lines += [
+            f"  {ATTR_TYPES[p.dtype]} {var};",
+            f'  if ((err = ffi::get_scalar(frame, {k}, "{p.name}", {len(p.name)}, '
+            f"{BUFFER_DTYPES[p.dtype]}, kWhere, &{var}))) return err;",
+        ]
+    return lines, names
+
+
+def _handler(module: str, spec: FunctionSpec, traits: str) -> str:
     fname = spec.name
-    where = f"{module}.{fname}"
-    params, binds, body, call = [], [], [], []
-    if spec.has_stream:
-        params.append("cudaStream_t pk_stream")
-        binds.append(f".Ctx<{_FFI}::PlatformStream<cudaStream_t>>()")
+    body, call = [], []
+    attr_lines, attr_vars = _attributes(spec)
     n_arg = n_ret = 0
     for p in spec.params:
-        if p.kind == "arg":
-            var, label = f"pk_a{n_arg}", _label(p, n_arg)
-            params.append(f"{_FFI}::AnyBuffer {var}")
-            binds.append(f".Arg<{_FFI}::AnyBuffer>()")
-            body += _buffer_check(where, var, label, p)
-            body.append(_tensor(f"const ::pk::Tensor pk_t_a{n_arg}", var, label))
-            call.append(f"pk_t_a{n_arg}")
-            n_arg += 1
-        elif p.kind == "ret":
-            var, label = f"pk_r{n_ret}", _label(p, n_ret)
-            params.append(f"{_FFI}::Result<{_FFI}::AnyBuffer> {var}")
-            binds.append(f".Ret<{_FFI}::AnyBuffer>()")
-            body += _buffer_check(where, f"(*{var})", label, p)
-            body.append(_tensor(f"::pk::Tensor pk_t_r{n_ret}", f"(*{var})", label))
-            call.append(f"pk_t_r{n_ret}")
-            n_ret += 1
+        if p.kind in ("arg", "ret"):
+            index = n_arg if p.kind == "arg" else n_ret
+            var = f"{'a' if p.kind == 'arg' else 'r'}{index}"
+            body += _buffer(p, index, var)
+            call.append(f"t_{var}")
+            n_arg, n_ret = n_arg + (p.kind == "arg"), n_ret + (p.kind == "ret")
         elif p.kind == "stream":
-            call.append("pk_stream")
+            call.append("static_cast<cudaStream_t>(stream)")
         else:
-            params.append(f"{ATTR_TYPES[p.dtype]} pk_attr_{p.name}")
-            binds.append(f'.Attr<{ATTR_TYPES[p.dtype]}>("{p.name}")')
-            call.append(f"pk_attr_{p.name}")
-    sep = ",\n    "
+            call.append(attr_vars[p.name])
+    body += attr_lines
+    if spec.has_stream:
+        body += [
+            "  void* stream = nullptr;",
+            "  if ((err = ffi::get_stream(frame, &stream))) return err;",
+        ]
+    attr_names = ", ".join(sorted(p.name for p in spec.attrs))
     return f"""
-namespace polykernel_gen_{fname} {{
-static {_FFI}::Error impl(
-    {sep.join(params)}) {{
-  try {{
+extern "C" {_EXPORT} XLA_FFI_Error* {handler_symbol(fname)}(XLA_FFI_CallFrame* frame) {{
+  namespace ffi = ::pk::ffi;
+  static const char kWhere[] = {_c_string(f"{module}.{fname}")};
+  if (ffi::is_metadata_query(frame)) return ffi::answer_metadata(frame, {traits});
+  XLA_FFI_Error* err = ffi::check_frame(frame, kWhere, {n_arg}, {n_ret}, \
+{_c_string(attr_names)}, {len(spec.attrs)});
+  if (err) return err;
 {chr(10).join(body)}
+  try {{
+    ::pk::detail::HandlerScope scope(frame);
     ::{fname}({", ".join(call)});
-  }} catch (const std::exception& e) {{
-    return {_FFI}::Error::Internal(std::string("{module}.{fname}: ") + e.what());
   }} catch (...) {{
-    return {_FFI}::Error::Internal("{module}.{fname}: unknown C++ exception");
+    return ffi::exception_error(frame, kWhere);
   }}
-  return {_FFI}::Error::Success();
+  return nullptr;
 }}
-}}  // namespace polykernel_gen_{fname}
-
-XLA_FFI_DEFINE_HANDLER_SYMBOL(
-    {handler_symbol(fname)}, polykernel_gen_{fname}::impl,
-    {_FFI}::Ffi::Bind()
-        {(chr(10) + "        ").join(binds)});
 """
-
-
-def _tensor(decl: str, var: str, label: str) -> str:
-    return (
-        f"    {decl}({var}.untyped_data(), static_cast<int>({var}.element_type()), "
-        f"static_cast<int64_t>({var}.dimensions().size()), "
-        f'{var}.dimensions().begin(), "{label}");'
-    )
 
 
 def _c_string(text: str) -> str:

@@ -3,6 +3,18 @@
 C++ for the CPU is built by the host compiler (g++/clang++) at ``-O3`` unless told
 otherwise; CUDA by nvcc with one ``-gencode`` per target architecture plus PTX for
 the newest, so newer GPUs can JIT it.
+
+Every module is built self-contained where the toolchain allows it: the C++ runtime
+is linked statically with its symbols hidden (``-static-libstdc++ -static-libgcc
+-Wl,--exclude-libs,ALL``) and only the handlers are exported
+(``-fvisibility=hidden``). A module then never binds the C++ runtime of whatever
+else the process loaded: a library with an unhidden static libstdc++ exports its
+locale-facet ids as ``STB_GNU_UNIQUE`` symbols, which the dynamic linker unifies
+process-wide, and after it has used iostreams an ordinarily linked module crashes
+in ``basic_ostream::_M_insert<long>`` on libstdc++ 6.0.33 (seen on Ubuntu 24.04,
+reproduced on Debian trixie). Hiding matters: ``-static-libstdc++`` alone still
+exports those symbols. Where no static libstdc++ is installed (e.g. RHEL without
+libstdc++-static), modules link it dynamically.
 """
 
 from __future__ import annotations
@@ -84,6 +96,11 @@ def include_dirs() -> tuple[str, str]:
     ), jax.ffi.include_dir()
 
 
+# Host-compiler flags that make a module self-contained (see the module docstring).
+SELF_CONTAINED = ("-static-libstdc++", "-static-libgcc")
+_HIDE_STATIC_LIBS = "--exclude-libs,ALL"
+
+
 def build_command(
     platform: str,
     compiler: str,
@@ -91,6 +108,7 @@ def build_command(
     arches: tuple[str, ...],
     source: str,
     output: str,
+    self_contained: bool = True,
 ) -> list[str]:
     """The full command line (``source``/``output`` are placeholders in the key)."""
     pk_inc, jax_inc = include_dirs()
@@ -98,8 +116,14 @@ def build_command(
     common = [f"-O{options.optimization}", "-std=c++17", "-shared"]
     common += ["-isystem", jax_inc, "-I", pk_inc]
     common += [f"-I{p}" for p in options.include_paths]
+    host_flags = ["-fPIC", "-fvisibility=hidden"]
+    host_flags += list(SELF_CONTAINED) if self_contained else []
     if platform == "cuda":
-        cmd = [compiler, *common, "-Xcompiler", "-fPIC"]
+        cmd = [compiler, *common]
+        for flag in host_flags:
+            cmd += ["-Xcompiler", flag]
+        if self_contained:
+            cmd += ["-Xlinker", _HIDE_STATIC_LIBS]
         if options.compiler:
             cmd += ["-ccbin", options.compiler]
         for arch in arches:
@@ -109,7 +133,9 @@ def build_command(
         if options.fast_math:
             cmd.append("--use_fast_math")
     else:
-        cmd = [compiler, *common, "-fPIC"]
+        cmd = [compiler, *common, *host_flags]
+        if self_contained:
+            cmd.append(f"-Wl,{_HIDE_STATIC_LIBS}")
         if options.fast_math:
             cmd.append("-ffast-math")
     return [*cmd, *options.extra_cflags, source, "-o", output, *options.ldflags]

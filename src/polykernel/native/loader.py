@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .._version import __version__
+from ..errors import ToolchainError
+from ..ffi import abi
 from . import cache
 from .argspec import check_module_name, resolve_specs
 from .codegen import handler_symbol, render_source
@@ -39,7 +41,13 @@ from .compiler import (
     run_compiler,
 )
 from .module import NativeFunction, NativeModule
-from .toolchain import cuda_arches, find_host_compiler, find_nvcc, fingerprint
+from .toolchain import (
+    cuda_arches,
+    find_host_compiler,
+    find_nvcc,
+    fingerprint,
+    has_static_runtime,
+)
 
 __all__ = ["load_cpp_file", "load_cpp_inline", "load_cuda_file", "load_cuda_inline"]
 
@@ -92,6 +100,7 @@ def load_cuda_inline(
     *,
     options: CompileOptions | None = None,
     vmap_method: str = "sequential",
+    allow_cuda_graph: bool = True,
 ) -> NativeModule:
     """Compile CUDA source with nvcc and register its functions for the GPU.
 
@@ -99,12 +108,25 @@ def load_cuda_inline(
     ``stream``) receives XLA's stream. The target architecture comes from
     ``options.cuda_arch``, ``$POLYKERNEL_CUDA_ARCH`` or the visible GPU.
 
+    Handlers are registered command-buffer compatible, so XLA may capture chains and
+    loops of calls in one CUDA graph; pass ``allow_cuda_graph=False`` for a kernel
+    with host-side effects (host synchronisation, allocation, data-dependent
+    launches) that must run on every call.
+
     Example:
         >>> mod = load_cuda_inline("k", CUDA_SRC, ["scale"],
         ...                        options=CompileOptions(cuda_arch=["sm_80"]))
         ...                                                 # doctest: +SKIP
     """
-    return _load(name, _join(cuda_sources), functions, "cuda", options, vmap_method)
+    return _load(
+        name,
+        _join(cuda_sources),
+        functions,
+        "cuda",
+        options,
+        vmap_method,
+        allow_cuda_graph=allow_cuda_graph,
+    )
 
 
 def load_cpp_file(
@@ -131,6 +153,7 @@ def load_cuda_file(
     name: str | None = None,
     options: CompileOptions | None = None,
     vmap_method: str = "sequential",
+    allow_cuda_graph: bool = True,
 ) -> NativeModule:
     """Like :func:`load_cuda_inline` for a ``.cu`` file; its directory is on ``-I``.
 
@@ -138,7 +161,16 @@ def load_cuda_file(
         >>> mod = load_cuda_file("kernels/add.cu", ["add"])  # doctest: +SKIP
     """
     name, source, options = _read_file(path, name, options)
-    return _load(name, source, functions, "cuda", options, vmap_method, path)
+    return _load(
+        name,
+        source,
+        functions,
+        "cuda",
+        options,
+        vmap_method,
+        path,
+        allow_cuda_graph=allow_cuda_graph,
+    )
 
 
 def _join(sources: str | Sequence[str]) -> str:
@@ -163,11 +195,11 @@ def _read_file(
 
 @functools.cache
 def _headers_digest() -> str:
-    """Contents of polykernel.h and jaxlib's FFI headers (their API is our ABI)."""
+    """Contents of our headers and jaxlib's FFI C API header (their API is our ABI)."""
     pk_inc, jax_inc = include_dirs()
     h = hashlib.sha256()
-    files = [Path(pk_inc) / "polykernel.h"]
-    files += sorted((Path(jax_inc) / "xla" / "ffi" / "api").glob("*.h"))
+    files = sorted(Path(pk_inc).glob("*.h"))
+    files.append(Path(jax_inc) / "xla" / "ffi" / "api" / "c_api.h")
     for f in files:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
@@ -197,27 +229,33 @@ def _load(
     options: CompileOptions | None,
     vmap_method: str,
     path: str | os.PathLike | None = None,
+    allow_cuda_graph: bool = True,
 ) -> NativeModule:
     import jax
     import jaxlib
 
     check_module_name(name)
+    abi.layout()  # refuses an FFI API version we do not know, before compiling
     options = options or CompileOptions()
     specs = resolve_specs(name, source, functions, platform)
     filename = str(path) if path is not None else None
-    full, wrappers = render_source(name, source, specs, platform, filename)
+    full, wrappers = render_source(
+        name, source, specs, platform, filename, allow_cuda_graph=allow_cuda_graph
+    )
+    store = cache.native_root() / "toolchains"
     if platform == "cuda":
         compiler = find_nvcc(options.nvcc)
         arches = cuda_arches(options.cuda_arch)
     else:
         compiler, arches = find_host_compiler(options.compiler), ()
-    cmd = build_command(platform, compiler, options, arches, "<src>", "<out>")
+    static = _self_contained(platform, compiler, options, store)
+    cmd = build_command(platform, compiler, options, arches, "<src>", "<out>", static)
     parts = {
         "platform": platform,
         "source": full,
         "wrapper": wrappers,
         "flags": "\0".join(cmd[1:]),
-        "compiler": fingerprint(compiler, cache.native_root() / "toolchains"),
+        "compiler": fingerprint(compiler, store),
         "arch": ",".join(arches),
         "jax": f"jax {jax.__version__} jaxlib {jaxlib.__version__}",
         "headers": _headers_digest(),
@@ -233,6 +271,18 @@ def _load(
         module = _register(name, key, lib, built, specs, platform, vmap_method)
         _modules[(name, key)] = module
         return module
+
+
+def _self_contained(
+    platform: str, compiler: str, options: CompileOptions, store: Path
+) -> bool:
+    """Link the C++ runtime statically when the host compiler has libstdc++.a."""
+    if platform == "cuda":
+        try:
+            compiler = find_host_compiler(options.compiler)
+        except ToolchainError:
+            return False  # nvcc will report the missing host compiler itself
+    return has_static_runtime(compiler, store)
 
 
 def _fetch_or_build(
@@ -284,7 +334,8 @@ def _register(name, key, lib, built, specs, platform, vmap_method) -> NativeModu
     xla_platform = "CUDA" if platform == "cuda" else "cpu"
     functions = []
     for spec in specs:
-        capsule = jax.ffi.pycapsule(getattr(handle, handler_symbol(spec.name)))
+        handler = getattr(handle, handler_symbol(spec.name))
+        capsule = jax.ffi.pycapsule(handler)
         target = f"{name}.{spec.name}.pk{key[:16]}"
         public = f"{name}.{spec.name}"
         jax.ffi.register_ffi_target(target, capsule, platform=xla_platform)
@@ -300,5 +351,8 @@ def _register(name, key, lib, built, specs, platform, vmap_method) -> NativeModu
                 UserWarning,
                 stacklevel=4,
             )
-        functions.append(NativeFunction(name, spec, target, public, vmap_method))
+        address = ctypes.cast(handler, ctypes.c_void_p).value
+        functions.append(
+            NativeFunction(name, spec, target, public, vmap_method, address)
+        )
     return NativeModule(name, platform, key, str(lib), built, functions, handle)

@@ -28,16 +28,25 @@ class NativeFunction:
         target: the FFI target this build is registered under (content-versioned).
         public_target: ``"<module>.<function>"``, the documented raw ``ffi_call`` name.
         spec: the function's resolved :class:`~polykernel.native.argspec.FunctionSpec`.
+        handler_address: address of its XLA FFI handler (see
+            :func:`polykernel.ffi.metadata.query_metadata`).
     """
 
     def __init__(
-        self, module: str, spec: FunctionSpec, target: str, public: str, vmap: str
+        self,
+        module: str,
+        spec: FunctionSpec,
+        target: str,
+        public: str,
+        vmap: str,
+        handler_address: int = 0,
     ) -> None:
         self.module = module
         self.spec = spec
         self.target = target
         self.public_target = public
         self.vmap_method = vmap
+        self.handler_address = handler_address
         self._where = f"{module}.{spec.name}"
 
     def __repr__(self) -> str:

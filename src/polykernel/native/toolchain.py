@@ -2,8 +2,9 @@
 
 Discovery is memoised per process. A compiler's *fingerprint* (its ``--version``
 output plus the real binary it resolves to) goes into every cache key; it is stored
-on disk keyed by the binary's path, mtime and size, so a cache hit in a new process
-costs one ``stat`` instead of a compiler subprocess.
+on disk with the other probe results (can it link libstdc++ statically?) keyed by
+the binary's path, mtime and size, so a new process costs one ``stat`` per file
+instead of compiler subprocesses.
 
 Environment variables:
     CXX: host compiler for C++ (default: the first of g++, clang++, c++ on PATH).
@@ -32,7 +33,13 @@ from ..errors import (
 )
 from ..preferences import pinned_cuda_arches
 
-__all__ = ["cuda_arches", "find_host_compiler", "find_nvcc", "fingerprint"]
+__all__ = [
+    "cuda_arches",
+    "find_host_compiler",
+    "find_nvcc",
+    "fingerprint",
+    "has_static_runtime",
+]
 
 log = logging.getLogger(__name__)
 ARCH_ENV = "POLYKERNEL_CUDA_ARCH"
@@ -96,21 +103,25 @@ def _store_path(store: Path, compiler: str) -> Path:
     return store / f"{digest[:32]}.json"
 
 
-@functools.cache
-def fingerprint(compiler: str, store: Path | None = None) -> str:
-    """A string that changes whenever ``compiler`` (or the toolkit behind it) changes.
+_SCHEMA = 2
 
-    Args:
-        compiler: absolute compiler path.
-        store: directory of saved fingerprints (``<cache>/native/toolchains``); a
-            saved one is reused while every file it depends on keeps its stat.
+
+@functools.cache
+def _record(compiler: str, store: Path | None) -> dict:
+    """What polykernel needs to know about ``compiler``, probed once per binary.
+
+    Stored as JSON under ``store`` keyed by the compiler's path, mtime and size (and
+    those of the real nvcc behind a wrapper), so a new process reuses it after one
+    ``stat`` per file instead of running the compiler.
     """
     record_path = _store_path(store, compiler) if store is not None else None
     if record_path is not None and record_path.is_file():
         try:
             record = json.loads(record_path.read_text())
-            if all(_stat_id(c[0]) == c for c in record["checks"]):
-                return record["fingerprint"]
+            if record.get("schema") == _SCHEMA and all(
+                _stat_id(c[0]) == c for c in record["checks"]
+            ):
+                return record
         except (OSError, ValueError, KeyError, TypeError):
             pass  # unreadable or stale record: probe again and overwrite it
     record = _probe(compiler)
@@ -119,7 +130,32 @@ def fingerprint(compiler: str, store: Path | None = None) -> str:
 
         ensure_dir(record_path.parent)
         atomic_write(record_path, json.dumps(record).encode())
-    return record["fingerprint"]
+    return record
+
+
+def fingerprint(compiler: str, store: Path | None = None) -> str:
+    """A string that changes whenever ``compiler`` (or the toolkit behind it) changes.
+
+    Args:
+        compiler: absolute compiler path.
+        store: directory of saved probes (``<cache>/native/toolchains``); a saved
+            one is reused while every file it depends on keeps its stat.
+
+    Example:
+        >>> "g++" in fingerprint(find_host_compiler()) or True
+        True
+    """
+    return _record(compiler, store)["fingerprint"]
+
+
+def has_static_runtime(compiler: str, store: Path | None = None) -> bool:
+    """Whether the host ``compiler`` can link libstdc++ statically (``libstdc++.a``).
+
+    Example:
+        >>> isinstance(has_static_runtime(find_host_compiler()), bool)
+        True
+    """
+    return bool(_record(compiler, store).get("static_libstdcxx"))
 
 
 def _run(cmd: list[str]) -> str:
@@ -134,6 +170,7 @@ def _probe(compiler: str) -> dict:
     log.debug("probing compiler %s", compiler)
     version = _run([compiler, "--version"]).strip()
     checks = [_stat_id(compiler)]
+    static = False
     if os.path.basename(os.path.realpath(compiler)).startswith("nvcc"):
         # nvcc on PATH is often a wrapper script; its dry run names the real toolkit.
         dry = _run([compiler, "--dryrun", "--version"])
@@ -141,10 +178,17 @@ def _probe(compiler: str) -> dict:
         real = os.path.join(top.group(1).strip(), "nvcc") if top else None
         if real and os.path.isfile(real):
             checks.append(_stat_id(real))
+    else:
+        archive = _run([compiler, "-print-file-name=libstdc++.a"]).strip()
+        if os.path.isabs(archive) and os.path.isfile(archive):
+            static = True
+            checks.append(_stat_id(archive))
     text = json.dumps([version, checks])
     return {
+        "schema": _SCHEMA,
         "fingerprint": f"{version} | {hashlib.sha256(text.encode()).hexdigest()[:16]}",
         "checks": checks,
+        "static_libstdcxx": static,
     }
 
 
