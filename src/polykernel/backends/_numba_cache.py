@@ -95,7 +95,25 @@ def _generator_digest() -> str:
 def _abi_constants() -> str:
     from ..ffi import abi
 
-    values = {k: v for k, v in vars(abi).items() if k.isupper()}
+    # Every fact a handler bakes in: the installed FFI API version, its struct layout
+    # and the handshake/dtype constants. Not vars(abi): layout names are resolved
+    # lazily into the module's globals, so its contents depend on what ran before.
+    values = {
+        "installed_api_version": list(abi.installed_api_version()),
+        "layout": abi.layout(),
+        "handshake": [abi.API_MAJOR, abi.API_MINOR],
+        "dtype_codes": abi.DTYPE_CODES,
+        "constants": {
+            name: getattr(abi, name)
+            for name in (
+                "STAGE_EXECUTE",
+                "EXT_TYPE_METADATA",
+                "ATTR_TYPE_SCALAR",
+                "ERRC_INVALID_ARGUMENT",
+                "ERRC_INTERNAL",
+            )
+        },
+    }
     return json.dumps(values, sort_keys=True)
 
 

@@ -283,11 +283,3 @@ def dtype_name(code: int) -> str:
         'float32'
     """
     return _NAMES.get(int(code), f"code {int(code)}")
-
-
-# Added for the LLVM IR handlers (backends/_numba_*): attribute names, so a handler
-# checks that each attribute has the name it was built for. XLA_FFI_Attrs.names is
-# an XLA_FFI_ByteSpan** (one {const char* ptr; size_t len} per attribute).
-FRAME_ATTR_NAMES = 152  # XLA_FFI_ByteSpan**
-BYTESPAN_PTR = 0  # const char*
-BYTESPAN_LEN = 8  # size_t

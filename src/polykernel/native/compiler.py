@@ -109,14 +109,20 @@ def build_command(
     source: str,
     output: str,
     self_contained: bool = True,
+    hide_symbols: bool = True,
 ) -> list[str]:
-    """The full command line (``source``/``output`` are placeholders in the key)."""
+    """The full command line (``source``/``output`` are placeholders in the key).
+
+    ``hide_symbols`` exports only what is marked visible (our generated handlers);
+    sources compiled for the user through ``CPPBackend``/``CUDABackend`` keep
+    default visibility, since their functions are what the caller loads.
+    """
     pk_inc, jax_inc = include_dirs()
     # -isystem: warnings inside jaxlib's headers are not the user's problem.
     common = [f"-O{options.optimization}", "-std=c++17", "-shared"]
     common += ["-isystem", jax_inc, "-I", pk_inc]
     common += [f"-I{p}" for p in options.include_paths]
-    host_flags = ["-fPIC", "-fvisibility=hidden"]
+    host_flags = ["-fPIC", "-fvisibility=hidden"] if hide_symbols else ["-fPIC"]
     host_flags += list(SELF_CONTAINED) if self_contained else []
     if platform == "cuda":
         cmd = [compiler, *common]

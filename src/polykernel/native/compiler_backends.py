@@ -116,7 +116,9 @@ def _compile(
     os.makedirs(out_dir, exist_ok=True)
     src = Path(build_dir) / ("kernel.cu" if platform == "cuda" else "kernel.cpp")
     src.write_text(source, encoding="utf-8")
-    cmd = build_command(platform, compiler, options, arches, str(src), output_path)
+    cmd = build_command(
+        platform, compiler, options, arches, str(src), output_path, hide_symbols=False
+    )
     if verbose:
         print(f"{where} command:\n  {shlex.join(cmd)}")
     try:
