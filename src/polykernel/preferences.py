@@ -218,7 +218,7 @@ def set_compute_capability(value: str | list[str] | None = None) -> None:
     if value is None:
         arches = None
     else:
-        from .native.toolchain import normalize_arch
+        from .cuda_arch import normalize_arch
 
         items = [value] if isinstance(value, str) else list(value)
         parts = [p.strip() for item in items for p in str(item).split(",")]

@@ -51,7 +51,7 @@ def feed_numba_object(hs: Any, obj: Any, depth: int) -> bool:
     if types.Type in type(obj).__mro__:  # not isinstance: Type is an ABC (slow)
         text = str(obj)
         if "0x" in text:  # a type naming an object by address
-            from .fingerprint import Unfingerprintable
+            from .provenance import Unfingerprintable
 
             raise Unfingerprintable(f"Numba type {text}")
         hs.tag(f"nbtype:{type(obj).__qualname__}:{text}")
@@ -135,7 +135,7 @@ def _template_functions(template: Any) -> list:
 
 def _template_content(template: Any) -> tuple:
     """What to hash for a template: its user-written functions and options."""
-    from .fingerprint import Unfingerprintable, _trusted, function_module
+    from .provenance import Unfingerprintable, _trusted, function_module
 
     functions = _template_functions(template)
     user = tuple(f for f in functions if not _trusted(function_module(f)))
@@ -151,7 +151,7 @@ def _template_content(template: Any) -> tuple:
 
 
 def _user_defined(template: Any) -> bool:
-    from .fingerprint import _trusted, function_module
+    from .provenance import _trusted, function_module
 
     functions = _template_functions(template)
     if not functions:
@@ -165,7 +165,7 @@ def _library_function(key: Any) -> bool:
 
     import numpy as np
 
-    from .fingerprint import _trusted
+    from .provenance import _trusted
 
     kinds = (pytypes.FunctionType, pytypes.BuiltinFunctionType, np.ufunc, type)
     return isinstance(key, kinds) and _trusted(getattr(key, "__module__", None))

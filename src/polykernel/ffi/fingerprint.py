@@ -28,32 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from .provenance import Unfingerprintable, _trusted, function_module
+
 __all__ = ["Unfingerprintable", "fingerprint"]
 
 _SCALARS = (int, float, complex, str, bytes, bool, type(None))
-_TRUSTED = frozenset(
-    ("numpy", "numba", "llvmlite", "math", "cmath", "builtins", "operator",
-     "_operator", "functools", "itertools", "collections", "ml_dtypes")
-)  # fmt: skip
 _CHAIN_OPS = frozenset(("LOAD_ATTR", "LOAD_METHOD"))
 _MAX_DEPTH = 60
-
-
-class Unfingerprintable(ValueError):
-    """Raised when an object reachable from a kernel cannot be hashed by content."""
-
-
-def _trusted(module: Any) -> bool:
-    return isinstance(module, str) and module.split(".")[0] in _TRUSTED
-
-
-def function_module(fn: Any) -> str | None:
-    """A function's module (its globals' ``__name__`` when ``__module__`` is unset,
-    as for functions made by ``exec``)."""
-    module = getattr(fn, "__module__", None)
-    if module is None and isinstance(getattr(fn, "__globals__", None), dict):
-        module = fn.__globals__.get("__name__")
-    return module
 
 
 class _Hasher:

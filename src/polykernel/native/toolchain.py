@@ -24,12 +24,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..cuda_arch import normalize_arch
 from ..errors import (
     GpuArchDetectionError,
     HostCompilerNotFoundError,
     NvccNotFoundError,
     ToolchainError,
-    UnsupportedArchError,
 )
 from ..preferences import pinned_cuda_arches
 
@@ -190,20 +190,6 @@ def _probe(compiler: str) -> dict:
         "checks": checks,
         "static_libstdcxx": static,
     }
-
-
-def normalize_arch(arch: object) -> str:
-    """``'sm_80'``, ``'compute_80'``, ``'8.0'``, ``80`` -> ``'80'`` (``'90a'`` kept)."""
-    text = str(arch).strip().lower()
-    text = re.sub(r"^(sm_|compute_)", "", text)
-    if re.fullmatch(r"\d+\.\d+", text):
-        text = text.replace(".", "")
-    if not re.fullmatch(r"\d{2,3}[af]?", text):
-        raise UnsupportedArchError(
-            f"polykernel.native: CUDA architecture {arch!r} is not understood; "
-            "expected e.g. 'sm_80', '80' or '8.0'."
-        )
-    return text
 
 
 def cuda_arches(explicit: tuple[str, ...] | None) -> tuple[str, ...]:
