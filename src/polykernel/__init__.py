@@ -13,6 +13,7 @@ from . import config as config, testing as testing
 from ._version import __version__ as __version__
 from .allocator import tune_allocator as tune_allocator
 from .backends.numba_cpu import numba_kernel as numba_kernel
+from .backends.pallas import pallas_kernel as pallas_kernel
 from .benchmark import (
     BenchmarkConfig as BenchmarkConfig,
     BenchmarkRecord as BenchmarkRecord,
@@ -55,6 +56,7 @@ from .errors import (
     UnsupportedArchError as UnsupportedArchError,
     UnsupportedFeatureError as UnsupportedFeatureError,
     UnsupportedOperationError as UnsupportedOperationError,
+    UnsupportedPlatformError as UnsupportedPlatformError,
     UnsupportedTransformError as UnsupportedTransformError,
 )
 from .kernel_table import KernelEntry as KernelEntry

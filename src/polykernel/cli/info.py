@@ -15,6 +15,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from .info_pallas import pallas_backend_rows, pallas_gpu_report
+
 __all__ = ["cmd_info", "ffi_api_version", "gather_info", "register"]
 
 
@@ -85,8 +87,7 @@ def _backends(gpu: bool) -> list[dict[str, Any]]:
     ):
         ok, why = _package(dist, module, extra)
         rows.append((name, "gpu", ok and gpu, why if not ok or gpu else no_gpu))
-    pallas = importlib.util.find_spec("jax.experimental.pallas") is not None
-    rows.append(("pallas", "gpu/tpu", pallas and gpu, "part of jax" if gpu else no_gpu))
+    rows.extend(pallas_backend_rows(gpu))
     ok, why = _tool("find_host_compiler")
     rows.append(("cuda_raw", "cpu", ok, f"C++ compiler: {why}"))
     ok, why = _tool("find_nvcc")
@@ -132,7 +133,13 @@ def gather_info() -> dict[str, Any]:
             "tuned_defaults": str(defaults_path()),
         },
         "backends": _backends(gpu),
+        "gpu_backends": _gpu_backends(gpu),
     }
+
+
+def _gpu_backends(gpu: bool) -> list[dict[str, Any]]:
+    """Per GPU backend: installed version, usable on CPU here, GPU build check."""
+    return [pallas_gpu_report(gpu)]
 
 
 def _print_text(info: dict[str, Any]) -> None:
@@ -149,6 +156,19 @@ def _print_text(info: dict[str, Any]) -> None:
     for row in info["backends"]:
         mark = "yes" if row["usable"] else "no "
         print(f"  {row['backend']:<11} {row['platform']:<12} {mark}  {row['detail']}")
+    print("\nGPU backends (installed / usable on CPU here / GPU build check here):")
+    for row in info.get("gpu_backends", []):
+        print(f"  {row['backend']:<11} {row['installed'] or 'not installed'}")
+        for label, flag, detail in (
+            ("on CPU:   ", "cpu_usable", "cpu_detail"),
+            ("GPU check:", "gpu_check", "gpu_check_detail"),
+            ("GPU run:  ", "gpu_usable", "gpu_detail"),
+        ):
+            print(f"  {'':<11} {label} {_yes_no(row[flag])}, {row[detail]}")
+
+
+def _yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
 
 
 def cmd_info(args: Any) -> int:
