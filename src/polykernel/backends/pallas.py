@@ -30,9 +30,12 @@ from typing import Any
 
 from .. import _jax_compat as jc
 from ..errors import KernelRegistrationError, KernelTypeError
-from ..lowering_context import current_platform
+from ..lowering_context import current_platform, lowering_for
 
-__all__ = ["PallasKernel", "pallas_kernel"]
+__all__ = ["TRITON_TARGET", "PallasKernel", "lower_for_cuda", "pallas_kernel"]
+
+#: The XLA custom-call target a Pallas kernel lowered through Triton becomes.
+TRITON_TARGET = "__gpu$xla.gpu.triton"
 
 # JAX lowering platforms (jax.default_backend()) -> our platform names.
 _OUR_PLATFORM = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
@@ -217,3 +220,30 @@ class PallasKernel:
     def __call__(self, *args: Any, **static: Any) -> Any:
         result = self.build(self.platform(), **static)(*args)
         return result if self._single else tuple(result)
+
+
+def lower_for_cuda(
+    fn: Callable[..., Any], *args: Any, device_kind: str = "NVIDIA H100 80GB HBM3"
+) -> str:
+    """Lower ``fn(*args)`` for CUDA, without a GPU; return the StableHLO text.
+
+    ``args`` are arrays or ``jax.ShapeDtypeStruct``. Pallas kernels appear in the
+    text as ``TRITON_TARGET`` custom calls carrying the Triton IR; compiling that IR
+    to a cubin is XLA's job on a GPU, so this checks lowering, not code generation.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> def double(x_ref, o_ref):
+        ...     o_ref[...] = 2 * x_ref[...]
+        >>> spec = jax.ShapeDtypeStruct((256,), jnp.float32)
+        >>> TRITON_TARGET in lower_for_cuda(pallas_kernel(double, spec), spec)
+        True
+    """
+    import jax
+
+    check = jax.export.DisabledSafetyCheck.custom_call(TRITON_TARGET)
+    with jc.abstract_gpu_target(device_kind), lowering_for("gpu"):
+        exported = jax.export.export(
+            jax.jit(fn), platforms=("cuda",), disabled_checks=[check]
+        )(*args)
+    return exported.mlir_module()

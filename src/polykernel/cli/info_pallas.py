@@ -29,6 +29,14 @@ def _jax_version() -> str | None:
         return None
 
 
+def _at_least(version: str | None, wanted: tuple[int, int]) -> bool:
+    try:
+        major, minor = (int(p) for p in (version or "").split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= wanted
+
+
 def _cuda_plugin() -> str | None:
     for dist in ("jax-cuda13-plugin", "jax-cuda12-plugin"):
         try:
@@ -62,6 +70,8 @@ def pallas_gpu_report(gpu: bool) -> dict[str, Any]:
             "lowers for cuda with Pallas' Triton backend (jaxlib's Triton dialect); "
             "XLA compiles the kernel to a cubin only on a GPU"
         )
+        if _at_least(version, (0, 11)):
+            check += "; JAX deprecates this backend since 0.11 (it warns)"
     else:
         check = "Pallas' Triton backend or jaxlib's Triton dialect is missing"
     plugin = _cuda_plugin()
