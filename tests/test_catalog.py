@@ -123,4 +123,5 @@ def test_every_primitive_has_call_benchmark_data_and_tags():
         assert prim.call_function is not None
         assert prim.benchmark_data_function is not None
         assert prim.tags
-        assert set(prim.available_backends("cpu")) == set(BACKENDS)
+        # Every primitive has these; some add more (pallas: tests/test_pallas_catalog).
+        assert set(BACKENDS) <= set(prim.available_backends("cpu"))

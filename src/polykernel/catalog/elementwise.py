@@ -2,9 +2,11 @@
 
 Backends: ``jax_raw``, ``numba`` (a serial loop: memory-bound, and thread start-up
 costs more than it saves at small sizes), ``cuda_raw`` on the CPU
-(C++ ``-O3``). Differentiable in both inputs: the tangent rules are plain
-``jnp`` expressions, so reverse mode needs no transpose rule. Batch-partitioned:
-sharded inputs are not gathered.
+(C++ ``-O3``), ``pallas`` on the CPU (interpret mode, a debugging path) and the GPU
+(Triton; lowered and tested here, launched only by ``make test-gpu``).
+Differentiable in both inputs: the tangent rules are plain ``jnp`` expressions, so
+reverse mode needs no transpose rule. Batch-partitioned: sharded inputs are not
+gathered.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..primitive import XLACustomKernel
-from ._support import has_cxx, has_numba
+from ._support import has_cxx, has_numba, has_pallas, pallas_elementwise
 
 __all__ = ["scaled_add", "scaled_add_p"]
 
@@ -62,12 +64,24 @@ def _cpp_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
     return lambda x, y: module.scaled_add(x, y, outs=outs[0], alpha=float(alpha))
 
 
+def _scaled_add_pallas(x_ref, y_ref, out_ref, *, alpha: float) -> None:
+    out_ref[...] = alpha * x_ref[...] + y_ref[...]
+
+
+def _pallas_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
+    run = pallas_elementwise(_scaled_add_pallas, outs, n_inputs=2)
+    return lambda x, y: run(x, y, alpha=np.float32(alpha))
+
+
 scaled_add_p = XLACustomKernel("polykernel.catalog.scaled_add")
 scaled_add_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
 if has_numba():
     scaled_add_p.def_numba_kernel(_numba_generator, asdefault=True)
 if has_cxx():
     scaled_add_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+if has_pallas():
+    scaled_add_p.def_pallas_kernel("cpu", _pallas_generator)
+    scaled_add_p.def_pallas_kernel("gpu", _pallas_generator)
 scaled_add_p.def_tags("elementwise", "float")
 
 
