@@ -7,6 +7,7 @@ cubin or launched. The ``gpu`` tests launch it (on a machine with a GPU only).
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 import polykernel as pk
-from polykernel.backends.pallas import TRITON_TARGET, lower_for_cuda
+from polykernel.backends.pallas import TRITON_TARGET, lower_for_cuda, lowering_context
 
 F32 = jnp.float32
 BLOCK = 1024
@@ -74,6 +75,24 @@ def test_primitive_lowers_for_cuda_to_a_triton_kernel():
     assert len(calls) == 1 and f"@{TRITON_TARGET}" in calls[0]
     assert 'name = "add_body"' in calls[0]  # the Pallas kernel, as Triton IR
     assert "grid_x = 64 : i32" in calls[0] and "num_warps = 4 : i32" in calls[0]
+
+
+@pytest.mark.slow
+def test_plain_jax_export_for_cuda_needs_no_gpu():
+    # The primitive's lowering rule gives Pallas an abstract H100 (AOT_GPU) when no
+    # GPU is visible: JAX 0.11+ would otherwise fail to pick a compute capability.
+    op = make_add("test.pallas_gpu.plain_export")
+    op.def_batch_partitioning()  # a primitive that needs devices to lower
+    spec = jax.ShapeDtypeStruct((4096,), F32)
+    check = jax.export.DisabledSafetyCheck.custom_call(TRITON_TARGET)
+    export = jax.export.export(
+        jax.jit(lambda x, y: add(op, x, y)),
+        platforms=("cuda",),
+        disabled_checks=[check],
+    )
+    exported = export(spec, spec)
+    assert exported.mlir_module().count(f"@{TRITON_TARGET}") == 1
+    assert lowering_context("cpu").__class__ is contextlib.nullcontext
 
 
 @pytest.mark.slow

@@ -251,3 +251,26 @@ def test_a_failing_body_names_the_backend_and_the_alternatives():
         r"Other backends registered for 'cpu': \['jax_raw'\]",
     ):
         op(jnp.ones(3, F32), outs=[spec])
+
+
+@pytest.mark.slow
+def test_tpu_kernel_lowers_to_a_mosaic_custom_call():
+    # Lowered only: no TPU here. TPU compiler parameters reach Mosaic; the Triton
+    # knob in the same call is ignored on this platform.
+    op = pk.XLACustomKernel("test.pallas.tpu")
+    op.def_pallas_kernel(
+        "tpu",
+        lambda outs, **kw: pk.pallas_kernel(
+            add_in_place_body, outs[0], vmem_limit_bytes=1 << 24, num_warps=4
+        ),
+    )
+    spec = jax.ShapeDtypeStruct((8, 128), F32)
+    exported = jax.export.export(
+        jax.jit(lambda x, y: op(x, y, outs=spec)), platforms=("tpu",)
+    )(spec, spec)
+    calls = [
+        line
+        for line in exported.mlir_module().splitlines()
+        if "stablehlo.custom_call" in line
+    ]
+    assert len(calls) == 1 and "@tpu_custom_call" in calls[0]

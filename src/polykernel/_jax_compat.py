@@ -24,6 +24,7 @@ __all__ = [
     "aval_of",
     "bump_dispatch_epoch",
     "custom_partitioning",
+    "gpu_target_known",
     "has_jvp_rule",
     "has_transpose_rule",
     "instantiate_zeros",
@@ -278,3 +279,15 @@ def abstract_gpu_target(device_kind: str = "NVIDIA H100 80GB HBM3") -> Any:
     )
     mesh = jax.sharding.AbstractMesh((1,), ("_polykernel_gpu",), abstract_device=device)
     return jax.sharding.use_abstract_mesh(mesh)
+
+
+def gpu_target_known() -> bool:
+    """Whether a GPU lowering can learn its target GPU: one is visible to JAX, or
+    the current abstract mesh names an abstract GPU device."""
+    device = jax.sharding.get_abstract_mesh().abstract_device
+    if device is not None and device.platform in ("gpu", "cuda", "rocm"):
+        return True
+    try:
+        return bool(jax.devices("gpu"))
+    except RuntimeError:
+        return False

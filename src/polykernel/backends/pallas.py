@@ -23,6 +23,8 @@ for GPU and TPU. See ``docs/pallas.md``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +34,20 @@ from .. import _jax_compat as jc
 from ..errors import KernelRegistrationError, KernelTypeError
 from ..lowering_context import current_platform, lowering_for
 
-__all__ = ["TRITON_TARGET", "PallasKernel", "lower_for_cuda", "pallas_kernel"]
+__all__ = [
+    "AOT_GPU",
+    "TRITON_TARGET",
+    "PallasKernel",
+    "lower_for_cuda",
+    "lowering_context",
+    "pallas_kernel",
+]
+
+#: The GPU a Pallas kernel is lowered for when no GPU is visible (ahead of time).
+AOT_GPU = "NVIDIA H100 80GB HBM3"
+_aot_gpu: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "polykernel_pallas_aot_gpu", default=AOT_GPU
+)
 
 #: The XLA custom-call target a Pallas kernel lowered through Triton becomes.
 TRITON_TARGET = "__gpu$xla.gpu.triton"
@@ -127,6 +142,8 @@ def _fields(cls: Any) -> set[str]:
 
 
 def _check_compiler_params(name: str, params: Mapping[str, Any]) -> None:
+    if not params:
+        return  # nothing to check: do not import the platforms' Pallas modules
     known = _fields(jc.pallas_compiler_params_class("gpu"))
     known |= _fields(jc.pallas_compiler_params_class("tpu"))
     unknown = sorted(set(params) - known)
@@ -222,6 +239,22 @@ class PallasKernel:
         return result if self._single else tuple(result)
 
 
+def lowering_context(platform: str) -> contextlib.AbstractContextManager[Any]:
+    """What lowering a Pallas kernel for ``platform`` needs around it.
+
+    The lowering rule of ``XLACustomKernel`` enters it around a ``'pallas'``
+    kernel. Pallas' Triton lowering asks JAX for the target GPU: with none visible,
+    JAX 0.11+ fails where 0.10 assumed sm_90, so without a GPU (and without an
+    abstract GPU in the current abstract mesh) the kernel is lowered for
+    :data:`AOT_GPU` (or ``lower_for_cuda``'s ``device_kind``). Set inside the rule,
+    not around the whole program: JAX refuses an abstract mesh around programs
+    whose primitives need devices to lower (sharded primitives do).
+    """
+    if platform != "gpu" or jc.gpu_target_known():
+        return contextlib.nullcontext()
+    return jc.abstract_gpu_target(_aot_gpu.get())
+
+
 def lower_for_cuda(
     fn: Callable[..., Any], *args: Any, device_kind: str = "NVIDIA H100 80GB HBM3"
 ) -> str:
@@ -242,8 +275,22 @@ def lower_for_cuda(
     import jax
 
     check = jax.export.DisabledSafetyCheck.custom_call(TRITON_TARGET)
-    with jc.abstract_gpu_target(device_kind), lowering_for("gpu"):
-        exported = jax.export.export(
+    token = _aot_gpu.set(device_kind)
+    try:
+        export = jax.export.export(
             jax.jit(fn), platforms=("cuda",), disabled_checks=[check]
-        )(*args)
-    return exported.mlir_module()
+        )
+        with lowering_for("gpu"):
+            try:
+                # Pallas kernels called directly (not through a primitive) need
+                # the abstract GPU around the whole program ...
+                with jc.abstract_gpu_target(device_kind):
+                    return export(*args).mlir_module()
+            except ValueError as err:
+                if "AbstractMesh" not in str(err):
+                    raise
+                # ... which JAX refuses when a primitive needs devices to lower;
+                # primitives' Pallas kernels get it from lowering_context().
+                return export(*args).mlir_module()
+    finally:
+        _aot_gpu.reset(token)
