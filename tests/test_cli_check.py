@@ -152,4 +152,4 @@ def test_catalog_primitive_from_the_command_line(capsys):
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "== polykernel.catalog.scaled_add [n=1e+03]: 6 passed, 0 failed" in out
+    assert "== polykernel.catalog.scaled_add [n=1e+03]: 8 passed, 0 failed" in out
