@@ -79,3 +79,50 @@ def test_catalog_pallas_kernels_lower_for_cuda(n):
         assert len(calls) == 1 and f"@{TRITON_TARGET}" in calls[0]
         assert f'name = "{name}"' in calls[0]
         assert f"grid_x = {blocks} : i32" in calls[0]
+
+
+SHARDED = """
+import json
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+from polykernel.catalog import lif_step, scaled_add
+mesh = jax.make_mesh((4,), ("i",), axis_types=(AxisType.Auto,))
+sh = NamedSharding(mesh, P("i"))
+v = jax.device_put(jnp.linspace(-70.0, -50.0, 16, dtype=jnp.float32), sh)
+i_ext = jax.device_put(jnp.full((16,), 20.0, jnp.float32), sh)
+f = jax.jit(lambda v, i: lif_step(v, i, backend="pallas"))
+got = f(v, i_ext)
+want = lif_step(np.asarray(v), np.asarray(i_ext), backend="jax_raw")
+loss = lambda x: jnp.sum(scaled_add(x, x, alpha=2.0, backend="pallas"))
+grad = jax.jit(jax.grad(loss))
+print(json.dumps({
+    "equal": all(np.array_equal(g, w) for g, w in zip(got, want)),
+    "sharded": got[0].sharding.spec == P("i"),
+    "all_gather": "all-gather" in f.lower(v, i_ext).compile().as_text(),
+    "grad": bool(np.allclose(grad(v), 3.0)),
+}))
+"""
+
+
+@pytest.mark.slow
+def test_pallas_backend_under_sharded_jit(run_env):
+    import json
+    import subprocess
+    import sys
+
+    env = run_env | {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    proc = subprocess.run(
+        [sys.executable, "-c", SHARDED],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    facts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert facts == {
+        "equal": True,
+        "sharded": True,
+        "all_gather": False,
+        "grad": True,
+    }
