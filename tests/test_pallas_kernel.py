@@ -145,7 +145,7 @@ def test_multiple_outputs_grid_and_block_specs():
         list(outs),
         grid=(n // block,),
         in_specs=[spec],
-        out_specs=[spec, spec],
+        out_specs=(spec, spec),
         num_warps=2,  # a Triton knob: ignored in interpret mode
     )
     x = jnp.linspace(-2.0, 2.0, n, dtype=F32)

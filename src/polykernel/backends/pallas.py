@@ -216,7 +216,10 @@ class PallasKernel:
         if self.in_block_specs is not None:
             options["in_specs"] = self.in_block_specs
         if self.out_block_specs is not None:
-            options["out_specs"] = self.out_block_specs
+            out_specs = self.out_block_specs
+            if not self._single and isinstance(out_specs, tuple):
+                out_specs = list(out_specs)  # the same tree as out_shape (a list)
+            options["out_specs"] = out_specs
         if self.aliases:
             options["input_output_aliases"] = self.aliases
         params = self._compiler_params(platform)
