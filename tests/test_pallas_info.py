@@ -33,3 +33,15 @@ def test_backend_rows_and_gather_info():
     assert info["gpu_backends"][0] == pallas_gpu_report(gpu=False)
     table = {(r["backend"], r["platform"]): r["usable"] for r in info["backends"]}
     assert table[("pallas", "cpu")] is True
+
+
+def test_text_output_has_the_pallas_gpu_backend_block(capsys):
+    from polykernel.cli.info import _print_text
+
+    _print_text(gather_info())
+    out = capsys.readouterr().out
+    assert "GPU backends (installed / usable on CPU here / GPU build check here):" in out
+    assert f"  pallas      jax {jax.__version__} (Pallas is part of jax)" in out
+    assert "on CPU:    yes, interpret mode" in out
+    assert "GPU check: yes, lowers for cuda with Pallas' Triton backend" in out
+    assert "GPU run:   no, no GPU visible to JAX" in out
