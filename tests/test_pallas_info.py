@@ -40,7 +40,7 @@ def test_text_output_has_the_pallas_gpu_backend_block(capsys):
 
     _print_text(gather_info())
     out = capsys.readouterr().out
-    assert "GPU backends (installed / usable on CPU here / GPU build check here):" in out
+    assert "GPU backends (installed / usable on CPU here / GPU build check here)" in out
     assert f"  pallas      jax {jax.__version__} (Pallas is part of jax)" in out
     assert "on CPU:    yes, interpret mode" in out
     assert "GPU check: yes, lowers for cuda with Pallas' Triton backend" in out
