@@ -6,7 +6,9 @@ each. That callable must still emit platform-specific code: a CUDA custom call o
 ``gpu``, an emulator (Triton's interpreter, Numba's CUDA simulator) on ``cpu``. The
 lowering rule sets the platform here while it traces the kernel; outside a lowering
 (a backend callable used on its own) :func:`current_platform` falls back to JAX's
-default backend. A leaf module: backends import it without importing the primitive.
+default backend, and a backend may instead emit ``jax.lax.platform_dependent`` when
+:func:`gpu_visible` says both platforms exist. A leaf module: backends import it
+without importing the primitive.
 
 Example:
     >>> with lowering_for("gpu"):
@@ -20,7 +22,7 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
-__all__ = ["current_platform", "lowering_for"]
+__all__ = ["current_platform", "gpu_visible", "lowering_for", "lowering_platform"]
 
 _PLATFORM: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "polykernel_lowering_platform", default=None
@@ -36,6 +38,21 @@ def lowering_for(platform: str) -> Iterator[None]:
         yield
     finally:
         _PLATFORM.reset(token)
+
+
+def lowering_platform() -> str | None:
+    """The platform a primitive is being lowered for, or None outside a lowering."""
+    return _PLATFORM.get()
+
+
+def gpu_visible() -> bool:
+    """Whether JAX has a GPU backend in this process (then code may run on either)."""
+    import jax
+
+    try:
+        return bool(jax.devices("gpu"))
+    except RuntimeError:
+        return False
 
 
 def current_platform() -> str:

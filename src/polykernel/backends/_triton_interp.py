@@ -15,15 +15,16 @@ gets (``fp32`` for a Python float, ...), so both paths compute with the same typ
 Under ``jax.vmap`` the batch rule is :func:`polykernel.gpu.batching.plan_batch`, the
 native launcher's: one interpreted launch per batch element.
 
-Limitations (those of Triton's interpreter): calls to other ``@triton.jit`` helper
-functions inside the kernel are not interpreted (the kernel must be self-contained),
-and execution is slow: keep CPU problems small.
+``@triton.jit`` functions the kernel calls (``tl.sum``, ``tl.max``, user helpers) are
+interpreted too, for the duration of a launch. Execution is slow (NumPy per
+program): keep CPU problems small.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,11 +63,8 @@ def _scalar(triton_type: str, value: Any) -> Any:
 
 
 def _executor(jit_fn: Any, grid: tuple[int, int, int]) -> Any:
-    from triton.runtime.interpreter import GridExecutor, InterpretedFunction
+    from triton.runtime.interpreter import GridExecutor
 
-    fn = jit_fn.fn
-    if fn not in _rewritten:
-        _rewritten[fn] = InterpretedFunction(fn).rewrite()
 
     class _HostGridExecutor(GridExecutor):
         # Our arrays are host memory already: nothing to copy there and back.
@@ -76,7 +74,7 @@ def _executor(jit_fn: Any, grid: tuple[int, int, int]) -> Any:
         def _restore_args_dev(self, *args: Any) -> None:
             return None
 
-    return _HostGridExecutor(_rewritten[fn], jit_fn.arg_names, grid)
+    return _HostGridExecutor(_rewrite(jit_fn.fn), jit_fn.arg_names, grid)
 
 
 def interpret_launch(
@@ -90,8 +88,44 @@ def interpret_launch(
         return
     args = [_HostArray(b) for b in buffers]
     args += [_scalar(t, v) for _, t, v in sig.scalars]
-    with _lock:
+    with _lock, _helpers_interpreted():
         _executor(jit_fn, grid)(*args, **sig.constexprs)
+
+
+def _rewrite(fn: Any) -> Any:
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if fn not in _rewritten:
+        _rewritten[fn] = InterpretedFunction(fn).rewrite()
+    return _rewritten[fn]
+
+
+@contextlib.contextmanager
+def _helpers_interpreted() -> Iterator[None]:
+    """Interpret ``@triton.jit`` functions the kernel calls (``tl.sum``, helpers).
+
+    Without ``TRITON_INTERPRET`` those stay compiled-only ``JITFunction`` objects
+    whose ``__call__`` refuses to run outside a kernel. For the duration of one
+    launch (under the lock) a call runs the function's interpreted rewrite with
+    the language patched for it, and restores the patch afterwards.
+    """
+    from triton.runtime.interpreter import _patch_lang
+    from triton.runtime.jit import JITFunction
+
+    original = JITFunction.__call__
+
+    def interpreted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        scope = _patch_lang(self.fn)
+        try:
+            return _rewrite(self.fn)(*args, **kwargs)
+        finally:
+            scope.restore()
+
+    JITFunction.__call__ = interpreted
+    try:
+        yield
+    finally:
+        JITFunction.__call__ = original
 
 
 def interpret_batched(

@@ -44,7 +44,7 @@ from ..errors import (
     KernelTypeError,
     UnsupportedOperationError,
 )
-from ..platform_context import current_platform
+from ..platform_context import current_platform, gpu_visible, lowering_platform
 from ._triton_params import TritonSignature, build_signature, launch_params
 
 __all__ = ["TritonKernel", "import_triton", "triton_kernel"]
@@ -212,8 +212,17 @@ class TritonKernel:
         arrays = [x if hasattr(x, "aval") else jnp.asarray(x) for x in args]
         sig = self.signature([np.dtype(x.dtype).name for x in arrays], scalars)
         grid = self.launch_grid(sig)
-        platform = current_platform()
-        if platform == "gpu":
+        platform = lowering_platform()
+        if platform is None and gpu_visible():
+            # Used on its own where JAX has a GPU: the data decides where it runs.
+            import jax
+
+            results = jax.lax.platform_dependent(
+                *arrays,
+                cpu=lambda *xs: self._cpu(list(xs), sig, grid),
+                cuda=lambda *xs: self._gpu(list(xs), sig, grid),
+            )
+        elif (platform := platform or current_platform()) == "gpu":
             results = self._gpu(arrays, sig, grid)
         elif platform == "cpu":
             results = self._cpu(arrays, sig, grid)
