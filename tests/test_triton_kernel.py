@@ -161,8 +161,8 @@ def test_the_platform_context_picks_the_path():
 
 
 def test_rejects_a_function_that_is_not_triton_jit():
-    with pytest.raises(KernelTypeError, match="expected a @triton.jit function, got "
-                       "function 'plain'") as info:  # fmt: skip
+    with pytest.raises(KernelTypeError, match=r"expected a @triton\.jit function, got "
+                       r"function 'plain'") as info:  # fmt: skip
 
         def plain(x):
             return x
@@ -204,6 +204,6 @@ def test_a_failing_kernel_names_the_backend_to_switch_to():
     op = pk.XLACustomKernel("test.triton.axpy_error")
     op.def_jax_raw_kernel(lambda outs, **kw: lambda x, y: [x + y], platform="cpu")
     op.def_kernel("triton", "cpu", lambda outs, **kw: lambda x, y: [_axpy()(x, y)])
-    with pytest.raises(KernelCompilationError, match="'triton' kernel for platform "
-                       "'cpu' failed.*scalar parameter 'n'.*set_default"):  # fmt: skip
+    with pytest.raises(KernelCompilationError, match=r"'triton' kernel for platform "
+                       r"'cpu' failed.*scalar parameter 'n'.*set_default"):  # fmt: skip
         op(*_xy(), outs=[jax.ShapeDtypeStruct((N,), jnp.float32)], backend="triton")
