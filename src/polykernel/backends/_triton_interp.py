@@ -65,7 +65,6 @@ def _scalar(triton_type: str, value: Any) -> Any:
 def _executor(jit_fn: Any, grid: tuple[int, int, int]) -> Any:
     from triton.runtime.interpreter import GridExecutor
 
-
     class _HostGridExecutor(GridExecutor):
         # Our arrays are host memory already: nothing to copy there and back.
         def _init_args_hst(self, args_dev: Any, kwargs: Any) -> Any:
