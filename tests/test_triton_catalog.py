@@ -18,10 +18,10 @@ import pytest
 
 pytest.importorskip("triton")
 
-import polykernel as pk  # noqa: E402
-from polykernel.catalog import csrmv_p, scaled_add_p  # noqa: E402
-from polykernel.catalog._support import random_csr  # noqa: E402
-from polykernel.gpu import GRAPH_TARGET  # noqa: E402
+import polykernel as pk
+from polykernel.catalog import csrmv_p, scaled_add_p
+from polykernel.catalog._support import random_csr
+from polykernel.gpu import GRAPH_TARGET
 
 
 def test_catalog_registers_triton_for_gpu_without_importing_triton():
