@@ -74,9 +74,9 @@ def test_launch_params_drop_constexprs_and_append_the_two_scratch_pointers():
         block=(128, 1, 1),
     )
     blob = spec.pack([0x1000, 0x2000, 0x3000])
-    # 3 pointers, i32 n, fp32 alpha, i1 flag as int32, then two null pointers
-    # (8-byte aligned: 4 bytes of padding after the flag).
-    assert struct.unpack("<QQQifi4xQQ", blob) == (
+    # 3 pointers, i32 n, fp32 alpha, i1 flag as one byte, then two null pointers
+    # (8-byte aligned: 7 bytes of padding after the flag).
+    assert struct.unpack("<QQQifB7xQQ", blob) == (
         0x1000, 0x2000, 0x3000, 10, 2.0, 1, 0, 0,
     )  # fmt: skip
     assert [p.align for p in params[:3]] == [16, 16, 16]

@@ -7,8 +7,9 @@ parameters. For Triton's compiler that becomes a *signature* (``{name: "*fp32" |
 becomes the compiled entry's parameter list, which is Triton's rule:
 
 * every non-constexpr parameter, in order (constexprs are compiled in and removed);
-  pointers are 8 bytes, scalars have their C size (``i1`` travels as an ``int32``,
-  as Triton's own launcher does; floats keep their own width);
+  pointers are 8 bytes, scalars have the width of the entry's ``.param`` (``i1`` is
+  one byte, ``.u8``: Triton's launcher stores it in an ``int32`` of which the driver
+  reads the first byte; floats keep their own width);
 * then the pointers Triton appends to every kernel: the global scratch buffer and
   the profile scratch buffer (null when the kernel needs none).
 
@@ -57,7 +58,7 @@ _TRITON_OF_DTYPE = {
 }  # fmt: skip
 #: The NumPy dtype of the bytes a scalar of each Triton type is passed as.
 SCALAR_STORAGE = {
-    "i1": "int32", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "i1": "uint8", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
     "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
     "fp16": "float16", "fp32": "float32", "fp64": "float64",
 }  # fmt: skip
@@ -219,7 +220,7 @@ def launch_params(
     params = [pointer(i, POINTER_ALIGN) for i in range(sig.n_buffers)]
     for _name, triton, value in sig.scalars:
         storage = SCALAR_STORAGE[triton]
-        params.append(constant(int(value) if triton == "i1" else value, storage))
+        params.append(constant(bool(value) if triton == "i1" else value, storage))
     for buffer in (global_scratch, profile_scratch):
         if buffer is not None and not sig.n_buffers <= buffer < n_buffers:
             raise ValueError(f"scratch buffer {buffer} is not an extra buffer")
