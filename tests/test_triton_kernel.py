@@ -207,3 +207,27 @@ def test_a_failing_kernel_names_the_backend_to_switch_to():
     with pytest.raises(KernelCompilationError, match=r"'triton' kernel for platform "
                        r"'cpu' failed.*scalar parameter 'n'.*set_default"):  # fmt: skip
         op(*_xy(), outs=[jax.ShapeDtypeStruct((N,), jnp.float32)], backend="triton")
+
+
+def test_without_triton_the_import_error_names_the_extra(monkeypatch):
+    from polykernel.backends.triton import import_triton
+
+    monkeypatch.setitem(__import__("sys").modules, "triton", None)
+    with pytest.raises(ImportError, match=r"pip install 'polykernel\[triton\]'"):
+        import_triton()
+
+
+def test_info_reports_the_interpreter_and_the_cubin_compile_check(monkeypatch):
+    from polykernel.cli import info
+
+    rows = {(r["backend"], r["platform"]): r for r in info.gather_info()["backends"]}
+    cpu, gpu = rows[("triton", "cpu")], rows[("triton", "gpu")]
+    assert cpu["usable"] and f"triton {triton.__version__}" in cpu["detail"]
+    assert "interpreter" in cpu["detail"]
+    assert "cubins compile here (bundled ptxas)" in gpu["detail"]
+    missing = 'not installed (pip install "polykernel[triton]")'
+    monkeypatch.setattr(info, "_package", lambda *a: (False, missing))
+    assert info.triton_rows(gpu=True) == [
+        ("triton", "cpu", False, missing),
+        ("triton", "gpu", False, missing),
+    ]
