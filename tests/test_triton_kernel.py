@@ -9,6 +9,7 @@ through an ``XLACustomKernel`` with a ``jax_raw`` reference under eager, ``jit``
 from __future__ import annotations
 
 import os
+import re
 
 import jax
 import jax.numpy as jnp
@@ -147,6 +148,18 @@ def test_primitive_triton_cpu_matches_jax_raw_in_every_transform():
             np.asarray(got[case]), np.asarray(want[case]), rtol=1e-6, err_msg=case
         )
     assert op.available_backends("gpu") == ["triton"]
+
+
+def test_check_kernel_passes_for_the_triton_cpu_backend():
+    op = _primitive("test.triton.axpy_check")
+    report = pk.testing.check_kernel(
+        op, *_xy(), outs=[jax.ShapeDtypeStruct((N,), jnp.float32)], alpha=1.5,
+        backends=["triton"], reference="jax_raw",
+    )  # fmt: skip
+    text = str(report)
+    assert "12 passed, 0 failed" in text
+    for check in ("backend_vs_reference", "vmap_vs_loop", "jvp_vs_fd", "grad_vs_jvp"):
+        assert re.search(rf"^{check}\s+triton\s+cpu.*\spass\s", text, re.M), check
 
 
 def test_the_platform_context_picks_the_path():
