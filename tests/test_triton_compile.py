@@ -8,6 +8,7 @@ second). The GPU launch itself is a ``gpu`` test (``make test-gpu``).
 from __future__ import annotations
 
 import re
+import shutil
 
 import jax
 import jax.numpy as jnp
@@ -124,6 +125,24 @@ def test_compiling_after_an_interpreted_run_is_unaffected():
     sig = f.signature(["float32", "float32"], {"n": N, "alpha": 3.0})
     compiled = compile_triton(axpy, sig, "80", 2, 2)
     assert compiled.images[0].data[:4] == b"\x7fELF" and compiled.num_warps == 2
+
+
+def test_target_arch_follows_the_pin_then_the_environment(monkeypatch):
+    from polykernel.backends.triton import target_arch
+    from polykernel.errors import GpuArchDetectionError
+    from polykernel.platform_context import gpu_visible
+
+    monkeypatch.setenv("POLYKERNEL_CUDA_ARCH", "sm_80")
+    pk.config.set_compute_capability("8.6")
+    try:
+        assert target_arch() == "86"
+    finally:
+        pk.config.set_compute_capability(None)
+    assert target_arch() == "80"
+    monkeypatch.delenv("POLYKERNEL_CUDA_ARCH")
+    if shutil.which("nvidia-smi") is None and not gpu_visible():
+        with pytest.raises(GpuArchDetectionError, match="no CUDA GPU is visible"):
+            target_arch()
 
 
 @pytest.mark.gpu

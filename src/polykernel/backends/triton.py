@@ -47,7 +47,7 @@ from ..errors import (
 from ..platform_context import current_platform, gpu_visible, lowering_platform
 from ._triton_params import TritonSignature, build_signature, launch_params
 
-__all__ = ["TritonKernel", "import_triton", "triton_kernel"]
+__all__ = ["TritonKernel", "import_triton", "target_arch", "triton_kernel"]
 
 VMAP_METHOD = "expand_dims"
 
@@ -108,6 +108,33 @@ def triton_kernel(
         [0.0, 2.0, 4.0, 6.0]
     """
     return TritonKernel(fn, outs, grid, num_warps, num_stages, constexprs)
+
+
+def target_arch() -> str:
+    """The architecture to compile for: the pin, ``$POLYKERNEL_CUDA_ARCH``, JAX's GPU.
+
+    ``polykernel.config.set_compute_capability`` and the environment variable win
+    (first entry); otherwise the first GPU JAX sees, else ``nvidia-smi``.
+
+    Raises:
+        GpuArchDetectionError: nothing pinned and no GPU to ask.
+    """
+    import os
+
+    from ..cuda_arch import normalize_arch
+    from ..native.toolchain import ARCH_ENV, cuda_arches
+    from ..preferences import pinned_cuda_arches
+
+    if not (pinned_cuda_arches() or os.environ.get(ARCH_ENV, "").strip()):
+        import jax
+
+        try:
+            capability = jax.devices("gpu")[0].compute_capability
+        except (RuntimeError, AttributeError, IndexError):
+            capability = None
+        if capability:
+            return normalize_arch(capability)
+    return cuda_arches(None)[0]
 
 
 def _normalize_outs(name: str, outs: Any) -> tuple[tuple[Any, ...], bool]:
@@ -271,10 +298,9 @@ class TritonKernel:
         is given (which is how the compile-level tests run).
         """
         from ..gpu import BufferSpec, LaunchSpec, register_gpu_kernel
-        from ..native.toolchain import cuda_arches
         from ._triton_compile import compile_triton
 
-        arch = arch or cuda_arches(None)[0]
+        arch = arch or target_arch()
         compiled = compile_triton(self.fn, sig, arch, self.num_warps, self.num_stages)
         buffers = [BufferSpec(np.dtype(d).name, tuple(s)) for s, d in inputs]
         buffers += [BufferSpec(np.dtype(o.dtype).name, tuple(o.shape))
