@@ -173,6 +173,25 @@ def test_the_platform_context_picks_the_path():
     assert "callback" in text  # on CPU: the interpreter behind a host callback
 
 
+def test_the_lowering_rule_tells_the_generator_which_platform_it_lowers_for():
+    from polykernel.platform_context import current_platform
+
+    seen = []
+    op = pk.XLACustomKernel("test.triton.platform_seen")
+
+    def generator(outs, **kw):
+        seen.append(current_platform())
+        return lambda x: [x]
+
+    op.def_kernel("jax_raw", "cpu", generator)
+    op.def_kernel("jax_raw", "gpu", generator)
+    x = jnp.ones(3)
+    f = jax.jit(lambda x: op(x, outs=[jax.ShapeDtypeStruct((3,), x.dtype)])[0])
+    f.trace(x).lower(lowering_platforms=("cuda",))
+    f.trace(x).lower(lowering_platforms=("cpu",))
+    assert seen == ["gpu", "cpu"]
+
+
 def test_rejects_a_function_that_is_not_triton_jit():
     with pytest.raises(KernelTypeError, match=r"expected a @triton\.jit function, got "
                        r"function 'plain'") as info:  # fmt: skip
