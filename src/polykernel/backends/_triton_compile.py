@@ -87,9 +87,13 @@ def compile_triton(
     import triton
     from triton.compiler import ASTSource
 
+    from ._triton_interp import language_lock
+
     src = ASTSource(jit_fn, dict(sig.signature), dict(sig.constexprs), sig.attrs)
     try:
-        kernel = triton.compile(src, target=triton_target(arch), options=options)
+        # Never while an interpreted launch has triton.language patched.
+        with language_lock:
+            kernel = triton.compile(src, target=triton_target(arch), options=options)
     except Exception as err:
         raise KernelCompilationError(
             f"triton_kernel '{sig.kernel}': Triton could not compile the kernel for "

@@ -33,11 +33,12 @@ from ..gpu.batching import plan_batch
 from ..gpu.layout import _dtype
 from ._triton_params import SCALAR_STORAGE, TritonSignature
 
-__all__ = ["interpret_batched", "interpret_launch"]
+__all__ = ["interpret_batched", "interpret_launch", "language_lock"]
 
-# The interpreter keeps the grid position in a module-level builder: one launch at a
-# time per process (XLA may run host callbacks on several threads).
-_lock = threading.Lock()
+# The interpreter keeps the grid position in a module-level builder and patches
+# triton.language while it runs: one launch at a time per process (XLA may run host
+# callbacks on several threads), and no GPU compile during one (_triton_compile).
+language_lock = threading.Lock()
 _rewritten: dict[Any, Any] = {}
 
 
@@ -87,7 +88,7 @@ def interpret_launch(
         return
     args = [_HostArray(b) for b in buffers]
     args += [_scalar(t, v) for _, t, v in sig.scalars]
-    with _lock, _helpers_interpreted():
+    with language_lock, _helpers_interpreted():
         _executor(jit_fn, grid)(*args, **sig.constexprs)
 
 
