@@ -118,6 +118,34 @@ def test_the_gpu_handler_is_native_no_python_callback_is_registered():
 
 
 @pytest.mark.slow
+def test_vmap_on_the_gpu_path_is_one_call_the_launcher_loops_over():
+    from polykernel.ffi import abi
+    from polykernel.platform_context import lowering_for
+
+    f = _axpy()
+    xs = jnp.ones((3, N), jnp.float32)
+    y = jnp.ones(N, jnp.float32)
+    pk.config.set_compute_capability("9.0")
+    try:
+        fn = jax.jit(jax.vmap(lambda x: f(x, y, n=N, alpha=1.0)))
+        with lowering_for("gpu"):
+            text = fn.trace(xs).lower(lowering_platforms=("cuda",)).as_text()
+    finally:
+        pk.config.set_compute_capability(None)
+    assert text.count(GRAPH_TARGET) == 1 and "tensor<3x1000xf32>" in text
+    kernel = pk.gpu.registered_gpu_kernels()[re.search(r"pkgpu_\w{32}", text)[0]]
+    f32 = abi.DTYPE_CODES["float32"]
+    x0, y0, o0 = 0x10000, 0x20000, 0x30000
+    blobs = launcher_library().plan_launches(
+        kernel.kernel_id, [f32] * 3, [(3, N), (N,), (3, N)], [x0, y0, o0],
+        kernel.spec.template_size(),
+    )  # fmt: skip
+    row = 4 * N
+    assert blobs == [kernel.spec.pack([x0 + row * i, y0, o0 + row * i])
+                     for i in range(3)]  # fmt: skip
+
+
+@pytest.mark.slow
 def test_compiling_after_an_interpreted_run_is_unaffected():
     f = _axpy()
     x = jnp.ones(N, jnp.float32)
