@@ -28,6 +28,7 @@ from typing import Any
 from ._jax_compat import lower_fun, unsharded_inputs
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
+from .platform_context import lowering_for
 from .sharding import partitioned, plan_for
 
 __all__ = ["call_generator", "make_lowering_rule"]
@@ -98,14 +99,19 @@ def make_lowering_rule(
         entry = table.resolve(platform, backend)
         shard_plan = plan_for(ctx, outs, entry.backend, params)
         try:
-            kernel = call_generator(entry, outs, ctx.avals_in, params)
+            # Kernels whose callable differs per platform (Triton, Numba-CUDA: an
+            # emulator on cpu, a CUDA launch on gpu) read the platform from here.
+            with lowering_for(platform):
+                kernel = call_generator(entry, outs, ctx.avals_in, params)
 
-            def body(*xs: Any) -> list[Any]:
-                return _as_list(kernel(*xs), len(outs))
+                def body(*xs: Any) -> list[Any]:
+                    return _as_list(kernel(*xs), len(outs))
 
-            if shard_plan is not None:
-                body = partitioned(shard_plan, body)
-            return lower_fun(body, multiple_results=True)(unsharded_inputs(ctx), *args)
+                if shard_plan is not None:
+                    body = partitioned(shard_plan, body)
+                return lower_fun(body, multiple_results=True)(
+                    unsharded_inputs(ctx), *args
+                )
         except KernelCompilationError:
             raise
         except Exception as err:

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cmd_info", "ffi_api_version", "gather_info", "register"]
+__all__ = ["cmd_info", "ffi_api_version", "gather_info", "register", "triton_rows"]
 
 
 def register(sub: Any, common: Any) -> None:
@@ -79,12 +79,9 @@ def _backends(gpu: bool) -> list[dict[str, Any]]:
     rows.append(("numba", "cpu", ok, why))
     ok, why = _package("numba-cuda", "numba_cuda", "numba-cuda")
     rows.append(("numba_cuda", "gpu", ok and gpu, why if not ok or gpu else no_gpu))
-    for dist, module, extra, name in (
-        ("warp-lang", "warp", "warp", "warp"),
-        ("triton", "triton", "triton", "triton"),
-    ):
-        ok, why = _package(dist, module, extra)
-        rows.append((name, "gpu", ok and gpu, why if not ok or gpu else no_gpu))
+    ok, why = _package("warp-lang", "warp", "warp")
+    rows.append(("warp", "gpu", ok and gpu, why if not ok or gpu else no_gpu))
+    rows += triton_rows(gpu)
     pallas = importlib.util.find_spec("jax.experimental.pallas") is not None
     rows.append(("pallas", "gpu/tpu", pallas and gpu, "part of jax" if gpu else no_gpu))
     ok, why = _tool("find_host_compiler")
@@ -94,6 +91,34 @@ def _backends(gpu: bool) -> list[dict[str, Any]]:
     rows.append(("cuda_raw", "gpu", ok and gpu, why))
     keys = ("backend", "platform", "usable", "detail")
     return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def triton_rows(gpu: bool) -> list[tuple[str, str, bool, str]]:
+    """Triton's rows: its interpreter on CPU, and on GPU (compile check: ptxas).
+
+    Triton bundles ``ptxas``; when it is there, cubins can be compiled (and
+    checked) on a machine without a GPU. Triton itself is not imported.
+
+    Example:
+        >>> [row[:2] for row in triton_rows(gpu=False)]  # doctest: +SKIP
+        [('triton', 'cpu'), ('triton', 'gpu')]
+    """
+    ok, why = _package("triton", "triton", "triton")
+    if not ok:
+        return [("triton", "cpu", False, why), ("triton", "gpu", False, why)]
+    spec = importlib.util.find_spec("triton")
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    ptxas = any((Path(r) / "backends/nvidia/bin/ptxas").is_file() for r in roots)
+    compile_check = (
+        "cubins compile here (bundled ptxas)"
+        if ptxas
+        else ("no bundled ptxas: cannot compile cubins")
+    )
+    gpu_detail = f"{why}; {compile_check}" + ("" if gpu else "; no GPU visible to JAX")
+    return [
+        ("triton", "cpu", True, f"{why}; Triton's interpreter (tests, small inputs)"),
+        ("triton", "gpu", gpu, gpu_detail),
+    ]
 
 
 def gather_info() -> dict[str, Any]:
