@@ -19,14 +19,12 @@ from typing import Any
 
 from ..errors import (
     CompilationError,
-    HostCompilerIncompatibleError,
     KernelRegistrationError,
     KernelToolchainError,
     KernelTypeError,
-    UnsupportedArchError,
     UnsupportedFeatureError,
 )
-from .compiler import CompileOptions, build_command, run_compiler
+from .compiler import CompileOptions, build_command, classify_failure, run_compiler
 from .toolchain import find_host_compiler, find_nvcc, normalize_arch
 
 __all__ = ["CPPBackend", "CUDABackend", "CompilerBackend", "HIPBackend", "so_ext"]
@@ -124,35 +122,8 @@ def _compile(
     try:
         run_compiler(where, cmd, src, options.timeout)
     except CompilationError as err:
-        raise _classify(err) from err
+        raise classify_failure(err) from err
     return str(output_path)
-
-
-def _classify(err: CompilationError) -> CompilationError | UnsupportedArchError:
-    """The reference's finer classes for the two failures with a known remedy."""
-    low = err.output.lower()
-    command = shlex.join(err.command) if isinstance(err.command, list) else err.command
-    if "unsupported gpu architecture" in low:
-        return UnsupportedArchError(
-            "polykernel.native: nvcc does not support the requested GPU "
-            "architecture. Pin one it supports with "
-            "polykernel.config.set_compute_capability('8.0') (or gpu_arch=...), or "
-            f"upgrade the CUDA toolkit.\nCompiler output:\n{err.output[-4000:]}",
-            compiler_output=err.output,
-            command=command,
-            stage=err.stage,
-        )
-    if "unsupported gnu version" in low or "-allow-unsupported-compiler" in low:
-        return HostCompilerIncompatibleError(
-            "polykernel.native: nvcc rejects the host C++ compiler's version. "
-            "Install a gcc/clang this CUDA supports and set CXX to it (or pass "
-            f"toolchain=...).\nCompiler output:\n{err.output[-4000:]}",
-            output=err.output,
-            command=err.command,
-            source_path=err.source_path,
-            stage=err.stage,
-        )
-    return err
 
 
 class CPPBackend(CompilerBackend):
