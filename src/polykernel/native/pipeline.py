@@ -192,7 +192,8 @@ def _fetch_or_build(
         ext = "cu" if platform == "cuda" else "cpp"
         tmp_root = cache.ensure_dir(cache.native_root() / "tmp")
         if flags.build_directory:  # the caller's: files stay there
-            build_dir = cache.ensure_dir(Path(flags.build_directory))
+            build_dir = Path(flags.build_directory)
+            build_dir.mkdir(parents=True, exist_ok=True)
         else:
             build_dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=tmp_root))
         src, out = build_dir / f"{name}.{ext}", build_dir / f"{name}.so"
