@@ -134,6 +134,10 @@ def test_spec_agreeing_with_by_value_tensors_is_accepted():
             lambda: load_cpp_inline("m", OK, ["copy"], target_prefix=3),
             r"target_prefix must be a string or None \(got int 3\)",
         ),
+        (
+            lambda: load_cpp_inline("m", OK, ["copy"], build_directory=3),
+            r"build_directory must be a string or None \(got int 3\)",
+        ),
         (lambda: load_cpp_file(123), r"filepath must be a path .* got int 123"),
         (lambda: load_cpp_inline("m", OK, ["copy"], bogus=1), "unexpected keyword"),
         (

@@ -175,7 +175,8 @@ def test_loader_signatures_match_the_reference():
 def test_file_loader_with_reference_keywords(tmp_path, capsys):
     (tmp_path / "inc").mkdir()
     (tmp_path / "inc" / "factor.h").write_text("#define FACTOR 5.0f\n")
-    src = tmp_path / "port_file_kernels.cpp"
+    (tmp_path / "src").mkdir()
+    src = tmp_path / "src" / "port_file_kernels.cpp"
     src.write_text(
         '#include "factor.h"\n'
         "// @BE times\n"
@@ -200,6 +201,14 @@ def test_file_loader_with_reference_keywords(tmp_path, capsys):
     assert "port_prefixed.times" in list_registered_targets()
     out = jax.ffi.ffi_call("port_prefixed.times", _f32(2))(jnp.ones(2, jnp.float32))
     assert out.tolist() == [5.0, 5.0]
+    again = load_cpp_file(
+        src,
+        extra_include_paths=[str(tmp_path / "inc")],
+        verbose=True,
+        target_prefix="port_prefixed",
+    )
+    assert again is mod
+    assert "'port_file_kernels': already loaded" in capsys.readouterr().out
 
 
 def test_auto_register_false_keeps_the_raw_name_free():
@@ -257,6 +266,17 @@ void vector_add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out,
   });
   BE_CHECK_KERNEL_LAUNCH();
 }
+
+// @BE half_add arg arg ret stream
+void half_add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out,
+              int64_t stream) {
+  int64_t n = a.numel();
+  BE_DISPATCH_FLOATING_AND_HALF(a.dtype(), scalar_t, {
+    add_k<scalar_t><<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
+        a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), n);
+  });
+  BE_CUDA_CHECK(cudaGetLastError());
+}
 """
 
 
@@ -272,6 +292,7 @@ def test_reference_cuda_source_compiles_and_links_for_sm80():
     mod = _cuda("port_cuda_vadd", optimization_level=2, use_fast_math=True)
     assert mod.platform == "cuda"
     assert mod.vector_add.spec.tokens() == ["arg", "arg", "ret", "stream"]
+    assert mod.half_add.spec.tokens() == ["arg", "arg", "ret", "stream"]
     command = json.loads((Path(mod.library).parent / "meta.json").read_text())[
         "command"
     ]
@@ -285,7 +306,7 @@ def test_reference_cuda_source_compiles_and_links_for_sm80():
 def test_load_cuda_dir_discovers_marked_functions(tmp_path):
     (tmp_path / "vadd.cu").write_text(CUDA_SRC)
     mod = load_cuda_dir(tmp_path, name="port_cuda_dir", compute_capability="sm_80")
-    assert list(mod.functions) == ["vector_add"]
+    assert list(mod.functions) == ["vector_add", "half_add"]
 
 
 @pytest.mark.slow
@@ -304,3 +325,8 @@ def test_reference_cuda_source_launches():
         "port_cuda_vadd_gpu.vector_add", jax.ShapeDtypeStruct((512,), jnp.float32)
     )(a, b)
     np.testing.assert_allclose(np.asarray(out), np.full(512, 3.0), rtol=1e-6)
+    half = jnp.ones(256, jnp.float16)
+    out = jax.ffi.ffi_call(
+        "port_cuda_vadd_gpu.half_add", jax.ShapeDtypeStruct((256,), jnp.float16)
+    )(half, half)
+    np.testing.assert_allclose(np.asarray(out, np.float32), np.full(256, 2.0))
