@@ -19,11 +19,14 @@ from polykernel.errors import (
     UnsupportedArchError,
 )
 from polykernel.native import (
+    CompiledModule,
     CompileOptions,
+    CPPBackend,
     load_cpp_file,
     load_cpp_inline,
     load_cuda_dir,
     load_cuda_inline,
+    normalize_tokens,
 )
 
 OK = "void copy(const pk::Tensor& x, pk::Tensor& y) {}\n"
@@ -248,3 +251,32 @@ def test_the_process_is_usable_after_bad_inputs():
     out = mod.one(jnp.zeros(1, jnp.float32), outs=jax.ShapeDtypeStruct((1,), "float32"))
     assert out.tolist() == [1.0]
     assert isinstance(KernelTypeError("x"), TypeError)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: CompiledModule(None, ["f"]), r"so_path must be .* got NoneType"),
+        (lambda: CompiledModule("x.so", 5), r"function_names must be .* got int 5"),
+        (
+            lambda: CPPBackend().compile_source(None, "x.so", "b"),
+            r"CPPBackend.compile_source: source must be the source text \(str\)",
+        ),
+        (
+            lambda: CPPBackend().compile_source("int x;", None, "b"),
+            r"output_path must be a path .* got NoneType None",
+        ),
+        (
+            lambda: CPPBackend().compile_source("int x;", "x.so", "b", extra_cflags=5),
+            r"extra_cflags must be a list of strings or None, got int 5",
+        ),
+        (lambda: normalize_tokens(5), r"tokens must be a list of arg_spec tokens"),
+        (lambda: load_cuda_dir(None), r"directory must be a path .* got NoneType"),
+    ],
+)
+def test_wrong_types_deeper_in_the_native_api(call, match, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing may be written, but if it were: not here
+    with pytest.raises(TypeError, match=match) as info:
+        call()
+    assert isinstance(info.value, KernelTypeError)
+    assert list(tmp_path.iterdir()) == []

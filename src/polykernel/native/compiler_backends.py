@@ -90,6 +90,31 @@ def _reject_unknown(where: str, kwargs: dict[str, Any]) -> None:
         )
 
 
+def _check_inputs(where: str, source: object, paths: dict, lists: dict) -> None:
+    """Wrong argument types as our TypeError naming the argument, before any work."""
+    if not isinstance(source, str):
+        raise KernelTypeError(
+            f"{where}.compile_source: source must be the source text (str), got "
+            f"{type(source).__name__}."
+        )
+    for name, value in paths.items():
+        if not isinstance(value, str | os.PathLike):
+            raise KernelTypeError(
+                f"{where}.compile_source: {name} must be a path (str or os.PathLike), "
+                f"got {type(value).__name__} {value!r}."
+            )
+    for name, value in lists.items():
+        if value is not None and (
+            isinstance(value, str)
+            or not isinstance(value, list | tuple)
+            or not all(isinstance(v, str) for v in value)
+        ):
+            raise KernelTypeError(
+                f"{where}.compile_source: {name} must be a list of strings or None, "
+                f"got {type(value).__name__} {value!r}."
+            )
+
+
 def _check_level(where: str, level: object) -> int:
     if isinstance(level, bool) or level not in (0, 1, 2, 3):
         raise KernelRegistrationError(
@@ -164,6 +189,16 @@ class CPPBackend(CompilerBackend):
             CompilationError: the compiler failed (its output is in the message).
         """
         _reject_unknown("CPPBackend", kwargs)
+        _check_inputs(
+            "CPPBackend",
+            source,
+            {"output_path": output_path, "build_dir": build_dir},
+            {
+                "extra_cflags": extra_cflags,
+                "extra_ldflags": extra_ldflags,
+                "extra_include_paths": extra_include_paths,
+            },
+        )
         options = CompileOptions(
             optimization=_check_level("CPPBackend", optimization_level),
             fast_math=use_fast_math,
@@ -213,6 +248,16 @@ class CUDABackend(CompilerBackend):
             CompilationError: any other compiler failure.
         """
         _reject_unknown("CUDABackend", kwargs)
+        _check_inputs(
+            "CUDABackend",
+            source,
+            {"output_path": output_path, "build_dir": build_dir},
+            {
+                "extra_cuda_cflags": extra_cuda_cflags,
+                "extra_ldflags": extra_ldflags,
+                "extra_include_paths": extra_include_paths,
+            },
+        )
         arch_list = [gpu_arch] if isinstance(gpu_arch, str) else list(gpu_arch)
         arches = tuple(normalize_arch(a) for a in arch_list)
         options = CompileOptions(

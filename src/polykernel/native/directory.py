@@ -32,6 +32,11 @@ def collect_sources(
         KernelSourceNotFoundError: the directory is missing or nothing matches.
         KernelTypeError: ``file_patterns`` is not a list of strings.
     """
+    if not isinstance(directory, str | os.PathLike):
+        raise KernelTypeError(
+            f"load_cuda_dir: directory must be a path (str or os.PathLike), got "
+            f"{type(directory).__name__} {directory!r}."
+        )
     root = Path(directory)
     patterns = ["*.cu"] if file_patterns is None else file_patterns
     if isinstance(patterns, str) or not all(isinstance(p, str) for p in patterns):
