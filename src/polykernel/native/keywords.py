@@ -70,7 +70,8 @@ def merge_options(
     changes = {}
     for keyword, (field, default) in keywords.items():
         value = given.get(keyword, default)
-        if value is None or (type(value) is type(default) and value == default):
+        unset = value is None or (isinstance(value, list | tuple) and not value)
+        if unset or (type(value) is type(default) and value == default):
             continue
         if options is not None and getattr(options, field) != _FIELD_DEFAULTS[field]:
             raise KernelTypeError(
