@@ -28,6 +28,7 @@ from typing import Any
 from ._jax_compat import lower_fun, unsharded_inputs
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
+from .lowering_platform import lowering_for
 from .sharding import partitioned, plan_for
 
 __all__ = ["call_generator", "make_lowering_rule"]
@@ -101,11 +102,14 @@ def make_lowering_rule(
             kernel = call_generator(entry, outs, ctx.avals_in, params)
 
             def body(*xs: Any) -> list[Any]:
-                return _as_list(kernel(*xs), len(outs))
+                with lowering_for(platform):  # the kernel is traced here
+                    return _as_list(kernel(*xs), len(outs))
 
             if shard_plan is not None:
                 body = partitioned(shard_plan, body)
-            return lower_fun(body, multiple_results=True)(unsharded_inputs(ctx), *args)
+            with lowering_for(platform):
+                lowered = lower_fun(body, multiple_results=True)
+                return lowered(unsharded_inputs(ctx), *args)
         except KernelCompilationError:
             raise
         except Exception as err:
