@@ -33,7 +33,7 @@ import numpy as np
 
 from ...gpu.batching import plan_batch
 
-__all__ = ["run_batched", "run_kernel", "simulated_globals"]
+__all__ = ["SimulatedCuda", "run_batched", "run_kernel", "simulated_globals"]
 
 _lock = threading.RLock()
 
@@ -44,6 +44,23 @@ def _fake(py_func: Callable[..., Any], device: bool, fastmath: bool = False) -> 
     return FakeCUDAKernel(py_func, device=device, fastmath=fastmath)
 
 
+class SimulatedCuda:
+    """Stands for ``numba.cuda`` in host code run under the simulator.
+
+    Host code (a :func:`numba_cuda_callable` function) gets the simulator package
+    (``device_array``, ``stream``, ...); kernels of the same module, which find this
+    object rather than ``numba.cuda`` in their globals, get the running launch's
+    simulated module (``grid``, ``threadIdx``, ``shared``, ...).
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        import numba.cuda.simulator as package
+        from numba.cuda.simulator import kernel
+
+        context = kernel._get_kernel_context()
+        return getattr(package if context is None else context, name)
+
+
 def _is_dispatcher(value: Any) -> bool:
     return type(value).__name__ == "CUDADispatcher" and hasattr(value, "py_func")
 
@@ -52,8 +69,9 @@ def _is_dispatcher(value: Any) -> bool:
 def simulated_globals(fn: Callable[..., Any], module: Any = None) -> Iterator[None]:
     """While inside, ``fn``'s module sees simulated kernels and device functions.
 
-    ``module``: also point names bound to ``numba.cuda`` at it (the simulator
-    package for host code such as :func:`numba_cuda_callable` functions).
+    ``module``: also point names bound to ``numba.cuda`` at it (a
+    :class:`SimulatedCuda` for host code such as :func:`numba_cuda_callable`
+    functions).
     """
     from numba import cuda
 
