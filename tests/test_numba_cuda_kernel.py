@@ -8,9 +8,7 @@ Python thread per CUDA thread). The GPU path is compiled in
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -192,32 +190,3 @@ def test_missing_numba_cuda_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba.cuda", None)
     with pytest.raises(ImportError, match=r"pip install 'polykernel\[numba-cuda\]'"):
         pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((1,), F32), launch_dims=1)
-
-
-def test_numpy_shim_lets_numba_cuda_compile_without_row_stack(run_env):
-    script = textwrap.dedent("""
-        import sys
-        import numpy as np
-        from polykernel.backends.numba_cuda.numpy_shim import apply_numpy_shim
-        del np.row_stack  # what NumPy >= 2.5 looks like
-        np.__all__ = [n for n in np.__all__ if n != "row_stack"]
-        from numba import cuda, types
-
-        if sys.argv[1] == "shim":
-            assert apply_numpy_shim() is True
-            assert apply_numpy_shim() is False  # once is enough
-
-        @cuda.jit
-        def inc(x, out):
-            out[0] = x[0] + 1
-
-        a = types.Array(types.float32, 1, "C")
-        ptx, _ = cuda.compile_ptx(inc.py_func, (a, a), cc=(8, 0))
-        assert ".entry" in ptx and "row_stack" not in np.__dict__
-        print("compiled")
-    """)
-    run = [sys.executable, "-c", script]
-    ok = subprocess.run([*run, "shim"], env=run_env, capture_output=True, text=True)
-    assert ok.returncode == 0 and "compiled" in ok.stdout, ok.stderr
-    bad = subprocess.run([*run, "none"], env=run_env, capture_output=True, text=True)
-    assert bad.returncode != 0 and "no attribute 'row_stack'" in bad.stderr
