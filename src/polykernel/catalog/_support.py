@@ -8,13 +8,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["has_cxx", "has_numba", "random_csr", "row_ids", "window_row_ids"]
+__all__ = ["has_cxx", "has_numba", "has_numba_cuda", "random_csr", "row_ids", "window_row_ids"]
 
 
 @functools.cache
 def has_numba() -> bool:
     """True when numba can be imported (the ``numba`` backend is registered)."""
     return importlib.util.find_spec("numba") is not None
+
+
+@functools.cache
+def has_numba_cuda() -> bool:
+    """True when numba-cuda is installed (``numba_cuda`` kernels are registered)."""
+    return importlib.util.find_spec("numba_cuda") is not None
 
 
 @functools.cache
