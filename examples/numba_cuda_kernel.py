@@ -29,8 +29,13 @@ def relu_and_count(x, zero, out, positives):  # inputs, then outputs
 def generator(outs, **kwargs):
     # ``positives`` (output 1) aliases a zeroed input, so it starts at 0: XLA's
     # outputs start uninitialised on a GPU. The kernel still takes every input.
-    call = pk.numba_cuda_kernel(relu_and_count, list(outs), launch_dims=outs[0].size,
-                                threads_per_block=32, input_output_aliases={1: 1})
+    call = pk.numba_cuda_kernel(
+        relu_and_count,
+        list(outs),
+        launch_dims=outs[0].size,
+        threads_per_block=32,
+        input_output_aliases={1: 1},
+    )
     return lambda x: call(x, jnp.zeros(1, jnp.int32))
 
 
@@ -40,7 +45,10 @@ relu.def_kernel("numba_cuda", "cpu", generator)  # the simulator, for this machi
 
 
 def relu_count(x):
-    outs = [jax.ShapeDtypeStruct(x.shape, x.dtype), jax.ShapeDtypeStruct((1,), jnp.int32)]
+    outs = [
+        jax.ShapeDtypeStruct(x.shape, x.dtype),
+        jax.ShapeDtypeStruct((1,), jnp.int32),
+    ]
     return relu(x, outs=outs)
 
 

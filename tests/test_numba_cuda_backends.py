@@ -128,8 +128,11 @@ def test_info_rows_report_version_simulator_and_ptx_compiler():
     from polykernel.cli.info import numba_cuda_rows
 
     (gpu, cpu), (gpu_on, _) = numba_cuda_rows(False), numba_cuda_rows(True)
-    assert gpu[:3] == ("numba_cuda", "gpu", False) and cpu[:3] == ("numba_cuda",
-                                                                    "cpu", True)
+    assert gpu[:3] == ("numba_cuda", "gpu", False) and cpu[:3] == (
+        "numba_cuda",
+        "cpu",
+        True,
+    )
     assert gpu[3].startswith("numba-cuda 0.") and "no GPU visible to JAX" in gpu[3]
     assert "PTX compiles here (NVVM" in gpu[3] and "CUDA simulator" in cpu[3]
     assert gpu_on[2] is True and "native launch" in gpu_on[3]

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from numba import cuda
+from tests.ffi_frames import call_handler
 
 import polykernel as pk
 from polykernel.backends.numba_cuda.host_handler import (
@@ -21,7 +22,6 @@ from polykernel.backends.numba_cuda.host_handler import (
 from polykernel.errors import KernelTypeError
 from polykernel.ffi import abi
 from polykernel.ffi.metadata import query_metadata
-from tests.ffi_frames import call_handler
 
 F32 = jnp.float32
 

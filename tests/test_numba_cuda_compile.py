@@ -73,7 +73,10 @@ def test_the_gpu_handler_is_the_native_launcher(pinned_arches):
     assert "callback" not in text  # no host callback in the program
     kernel = next(k for k in registered_gpu_kernels().values() if k.name == "axpy")
     assert kernel.kernel_id in text and kernel.spec.grid == (2, 1, 1)
-    assert {(im.kind, im.arch) for im in kernel.images} >= {("ptx", "80"), ("ptx", "90")}
+    assert {(im.kind, im.arch) for im in kernel.images} >= {
+        ("ptx", "80"),
+        ("ptx", "90"),
+    }
     lib = launcher_library()
     assert lib.contains(lib.launch)  # the registered address is machine code
     cpu = jax.jit(f).trace(x).lower(lowering_platforms=("cpu",)).as_text()

@@ -179,7 +179,7 @@ def test_bad_options_are_value_errors(kwargs, message):
 
 
 def test_bad_outs_are_refused():
-    with pytest.raises(ValueError, match="outs must be a jax.ShapeDtypeStruct"):
+    with pytest.raises(ValueError, match=r"outs must be a jax\.ShapeDtypeStruct"):
         pk.numba_cuda_kernel(add, [], launch_dims=1)
 
 

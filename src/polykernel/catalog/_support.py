@@ -8,7 +8,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["has_cxx", "has_numba", "has_numba_cuda", "random_csr", "row_ids", "window_row_ids"]
+__all__ = [
+    "has_cxx",
+    "has_numba",
+    "has_numba_cuda",
+    "random_csr",
+    "row_ids",
+    "window_row_ids",
+]
 
 
 @functools.cache

@@ -29,7 +29,14 @@ import numpy as np
 from .._jax_compat import Zero, is_undefined_primal
 from ..primitive import XLACustomKernel
 from ._numba_cuda_kernels import csrmv_generator
-from ._support import has_cxx, has_numba, has_numba_cuda, random_csr, row_ids, window_row_ids
+from ._support import (
+    has_cxx,
+    has_numba,
+    has_numba_cuda,
+    random_csr,
+    row_ids,
+    window_row_ids,
+)
 
 __all__ = ["csrmv", "csrmv_p"]
 

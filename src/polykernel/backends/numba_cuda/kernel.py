@@ -1,11 +1,12 @@
 """``numba_cuda_kernel``: a ``@cuda.jit`` kernel as a JAX function, GPU and CPU.
 
 On a GPU (a primitive lowering for ``gpu``, or outside a primitive when JAX's
-default device is a GPU: ``jax.default_device`` or the first device) the kernel is compiled ahead for the device's
-architecture (:mod:`.compiler`) and registered with the native launcher
-(:mod:`polykernel.gpu`): the call is a typed XLA FFI custom call whose handler is
-machine code that launches the kernel on XLA's stream. No Python runs per call,
-and the handler is command-buffer compatible, so XLA can record it in CUDA graphs.
+default device is a GPU: ``jax.default_device`` or the first device) the kernel is
+compiled ahead for the device's architecture (:mod:`.compiler`) and registered with
+the native launcher (:mod:`polykernel.gpu`): the call is a typed XLA FFI custom
+call whose handler is machine code that launches the kernel on XLA's stream. No
+Python runs per call, and the handler is command-buffer compatible, so XLA can
+record it in CUDA graphs.
 
 On the CPU (a primitive lowering for ``cpu``, or JAX's default device is a CPU)
 the same kernel runs under Numba's CUDA simulator through ``jax.pure_callback``
