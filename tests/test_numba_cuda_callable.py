@@ -78,8 +78,17 @@ def test_aliasing_and_vmap():
 
 
 def test_a_non_callable_is_refused():
-    with pytest.raises(KernelTypeError, match="fn must be a Python function"):
+    with pytest.raises(KernelTypeError, match="func must be a Python function"):
         pk.numba_cuda_callable(3, jax.ShapeDtypeStruct((1,), F32))
+
+
+def test_signature_matches_the_reference():
+    import inspect
+
+    sig = inspect.signature(pk.numba_cuda_callable)
+    assert list(sig.parameters) == ["func", "outs", "vmap_method",
+                                    "input_output_aliases"]  # fmt: skip
+    assert sig.parameters["vmap_method"].kind is inspect.Parameter.KEYWORD_ONLY
 
 
 def test_host_handler_answers_metadata_without_the_cuda_graph_trait():

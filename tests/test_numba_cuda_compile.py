@@ -50,6 +50,31 @@ def test_ptx_and_cubin_for_the_architecture(arch):
         assert kinds["cubin"].data[:4] == b"\x7fELF"
 
 
+external = cuda.declare_device("pk_external_add", "float32(float32)")
+
+
+@cuda.jit
+def needs_linking(x, out):
+    out[0] = external(x[0])
+
+
+@cuda.jit
+def prints(x, out):
+    print(x[0])  # vprintf: resolved by the driver, no linking needed
+    out[0] = x[0]
+
+
+@pytest.mark.slow
+def test_kernels_that_need_linking_are_refused_but_printf_is_fine():
+    from polykernel.errors import KernelCompilationError
+
+    with pytest.raises(KernelCompilationError, match=r"must be linked from other "
+                       r"files \(pk_external_add\).*numba_cuda_callable"):  # fmt: skip
+        compile_kernel(needs_linking, ("float32", "float32"), (1, 1), "90")
+    entry, _ = compile_kernel(prints, ("float32", "float32"), (1, 1), "90")
+    assert "prints" in entry
+
+
 def _primitive():
     def kg(outs, **kw):
         return pk.numba_cuda_kernel(axpy, outs[0], launch_dims=outs[0].shape[0])

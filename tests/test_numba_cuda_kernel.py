@@ -142,6 +142,21 @@ def test_real_numba_cuda_is_untouched_by_the_simulator():
     assert globals()["square"] is square and type(square).__name__ == "CUDADispatcher"
 
 
+def test_signature_matches_the_reference():
+    import inspect
+
+    sig = inspect.signature(pk.numba_cuda_kernel)
+    defaults = {
+        name: p.default
+        for name, p in sig.parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    assert list(sig.parameters)[:2] == ["kernel", "outs"]
+    assert defaults == {"grid": None, "block": None, "launch_dims": None,
+                        "threads_per_block": 256, "shared_mem": 0,
+                        "vmap_method": None, "input_output_aliases": None}  # fmt: skip
+
+
 def _plain(x, out):
     out[0] = x[0]
 

@@ -133,7 +133,7 @@ class NumbaCudaCallable:
 
 
 def numba_cuda_callable(
-    fn: Callable[..., Any],
+    func: Callable[..., Any],
     outs: Any,
     *,
     vmap_method: str | None = None,
@@ -142,7 +142,7 @@ def numba_cuda_callable(
     """Wrap a Python function that launches Numba CUDA kernels on XLA's stream.
 
     Args:
-        fn: Called as ``fn(*inputs, *outputs, stream)`` with Numba device arrays and
+        func: Called as ``func(*inputs, *outputs, stream)`` with Numba device arrays and
             XLA's stream (a Numba stream); it fills the outputs.
         outs: A ``jax.ShapeDtypeStruct`` or a sequence/pytree of them.
         vmap_method: As for ``jax.ffi.ffi_call``; with ``expand_dims`` or
@@ -154,7 +154,7 @@ def numba_cuda_callable(
 
     Raises:
         ImportError: Numba's CUDA target is not installed (names the extra).
-        TypeError: ``fn`` is not callable (also an ``AssertionError``).
+        TypeError: ``func`` is not callable (also an ``AssertionError``).
 
     Example:
         >>> f = numba_cuda_callable(two_steps, jax.ShapeDtypeStruct((8,), F32))
@@ -162,9 +162,9 @@ def numba_cuda_callable(
         >>> jax.jit(f)(x)                                 # doctest: +SKIP
     """
     require_numba_cuda("numba_cuda_callable")
-    if not callable(fn):
+    if not callable(func):
         raise KernelTypeError(
-            f"numba_cuda_callable: fn must be a Python function taking (*inputs, "
-            f"*outputs, stream), got {type(fn).__name__}."
+            f"numba_cuda_callable: func must be a Python function taking (*inputs, "
+            f"*outputs, stream), got {type(func).__name__}."
         )
-    return NumbaCudaCallable(fn, outs, vmap_method, input_output_aliases)
+    return NumbaCudaCallable(func, outs, vmap_method, input_output_aliases)

@@ -30,6 +30,8 @@ __all__ = ["check_kernel", "compile_kernel", "kernel_name", "require_numba_cuda"
 
 EXTRA = "pip install 'polykernel[numba-cuda]'"
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
+_EXTERN = re.compile(r"\.extern\s+\.func[^;]*?([A-Za-z_$][\w$]*)\s*\(")
+_DRIVER_BUILTINS = {"vprintf"}  # resolved by the driver when the module loads
 
 
 def require_numba_cuda(where: str = "numba_cuda_kernel") -> Any:
@@ -143,6 +145,14 @@ def compile_kernel(
         raise KernelCompilationError(
             f"numba_cuda_kernel '{kernel_name(kernel)}': expected one .entry in the "
             f"PTX for sm_{arch}, found {len(found)}."
+        )
+    missing = sorted(set(_EXTERN.findall(ptx)) - _DRIVER_BUILTINS)
+    if missing:
+        raise KernelCompilationError(
+            f"numba_cuda_kernel '{kernel_name(kernel)}': the kernel calls functions "
+            f"that must be linked from other files ({', '.join(missing)}), which the "
+            "native launcher does not link; wrap it with numba_cuda_callable, which "
+            "launches through Numba."
         )
     images = [KernelImage("ptx", arch, ptx.encode())]
     cubin = _cubin(ptx, arch)
