@@ -17,7 +17,7 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
-__all__ = ["current_lowering_platform", "lowering_for"]
+__all__ = ["current_lowering_platform", "lowering_for", "traced_for_gpu"]
 
 _platform: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "polykernel_lowering_platform", default=None
@@ -37,3 +37,20 @@ def lowering_for(platform: str) -> Iterator[None]:
         yield
     finally:
         _platform.reset(token)
+
+
+def traced_for_gpu() -> bool:
+    """True when the call being traced will run on a GPU.
+
+    Inside a primitive: the platform being lowered. Outside one: JAX's default
+    device (``jax.default_device(...)``, else the first device) is a GPU.
+    """
+    platform = current_lowering_platform()
+    if platform is not None:
+        return platform == "gpu"
+    import jax
+
+    device = jax.config.jax_default_device or jax.devices()[0]
+    if isinstance(device, str):  # jax_default_device may name a platform
+        return device in ("gpu", "cuda")
+    return device.platform in ("gpu", "cuda")

@@ -33,7 +33,7 @@ import numpy as np
 
 from ...errors import KernelCallError, KernelRegistrationError
 from ...gpu.layout import BufferSpec
-from ...lowering_platform import current_lowering_platform
+from ...lowering_platform import traced_for_gpu
 from .array_abi import kernel_launch_spec
 from .compiler import check_kernel, compile_kernel, kernel_name, require_numba_cuda
 from .launch_config import resolve_launch
@@ -53,15 +53,7 @@ VMAP_METHODS = (
 
 def use_gpu_path() -> bool:
     """True when the call being traced is for a GPU (see the module docstring)."""
-    platform = current_lowering_platform()
-    if platform is not None:
-        return platform == "gpu"
-    import jax
-
-    device = jax.config.jax_default_device or jax.devices()[0]
-    if isinstance(device, str):  # jax_default_device may name a platform
-        return device in ("gpu", "cuda")
-    return device.platform in ("gpu", "cuda")
+    return traced_for_gpu()
 
 
 def check_call_options(
