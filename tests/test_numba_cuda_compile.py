@@ -9,6 +9,8 @@ the ``gpu`` tests at the end (``make test-gpu``).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -75,6 +77,7 @@ def test_kernels_that_need_linking_are_refused_but_printf_is_fine():
     assert "prints" in entry
 
 
+@functools.cache
 def _primitive():
     def kg(outs, **kw):
         return pk.numba_cuda_kernel(axpy, outs[0], launch_dims=outs[0].shape[0])
@@ -107,6 +110,33 @@ def test_the_gpu_handler_is_the_native_launcher(pinned_arches):
     cpu = jax.jit(f).trace(x).lower(lowering_platforms=("cpu",)).as_text()
     assert "callback" in cpu  # the CPU lowering is the simulator's callback
     np.testing.assert_allclose(jax.jit(f)(x), 3 * np.arange(300))
+
+
+@pytest.mark.slow
+def test_the_launcher_packs_numbas_array_abi_for_each_batch_element(pinned_arches):
+    import struct
+
+    from polykernel.ffi import abi
+
+    op = _primitive()
+    x = jnp.zeros(300, F32)
+    outs = [jax.ShapeDtypeStruct((300,), F32)]
+    jax.jit(lambda x: op(x, x, outs=outs)).trace(x).lower(lowering_platforms=("cuda",))
+    kernels = registered_gpu_kernels().values()
+    kernel = next(k for k in kernels if k.spec.buffers[0].shape == (300,))
+    f32 = abi.DTYPE_CODES["float32"]
+    size = kernel.spec.template_size()
+    lib = launcher_library()
+    shapes = [(1, 300), (2, 300), (2, 300)]  # vmap: x broadcast, y and out batched
+    blobs = lib.plan_launches(kernel.kernel_id, [f32] * 3, shapes,
+                              [0x10000, 0x20000, 0x30000], size)  # fmt: skip
+    assert len(blobs) == 2
+    for b, blob in enumerate(blobs):
+        words = struct.unpack("<21q", blob)
+        row = 300 * 4 * b
+        assert words == (0, 0, 300, 4, 0x10000, 300, 4,  # meminfo .. strides
+                         0, 0, 300, 4, 0x20000 + row, 300, 4,
+                         0, 0, 300, 4, 0x30000 + row, 300, 4)  # fmt: skip
 
 
 @pytest.mark.slow
