@@ -12,6 +12,7 @@ __all__ = [
     "has_cxx",
     "has_numba",
     "has_triton",
+    "has_numba_cuda",
     "random_csr",
     "row_ids",
     "window_row_ids",
@@ -28,6 +29,9 @@ def has_numba() -> bool:
 def has_triton() -> bool:
     """True when Triton is installed (found, not imported: ``triton`` on gpu)."""
     return importlib.util.find_spec("triton") is not None
+def has_numba_cuda() -> bool:
+    """True when numba-cuda is installed (``numba_cuda`` kernels are registered)."""
+    return importlib.util.find_spec("numba_cuda") is not None
 
 
 @functools.cache
