@@ -9,8 +9,9 @@ on float32 vectors), measured in the same run as the reference ``jnp.add``:
 - ``bandwidth``: GB/s on 2^24 floats (12 bytes moved per element; target:
   >= 0.9x jnp).
 
-Cases: ``jnp`` (reference), ``numba_cuda`` (``pk.numba_cuda_kernel``, native
-launch on XLA's stream). Other GPU backends add their own lists to ``CASES``.
+Cases: ``jnp`` (reference), ``numba_cuda`` (``pk.numba_cuda_kernel``) and
+``triton`` (``pk.triton_kernel``), both launched natively on XLA's stream. Other GPU
+backends add their own lists to ``CASES``.
 
 Needs a CUDA GPU visible to JAX; without one it says so and exits with status 2.
 Run: ``python benchmarks/bench_gpu.py [--quick] [--json out.json]``
@@ -73,10 +74,31 @@ def _numba_cuda_add(n: int) -> Binary:
     return pk.numba_cuda_kernel(add, out, launch_dims=n, threads_per_block=256)
 
 
+def _triton_add(n: int) -> Binary:
+    import triton
+    import triton.language as tl
+
+    import polykernel as pk
+
+    block = 1024
+
+    @triton.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(out_ptr + offs, x + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    out = jax.ShapeDtypeStruct((n,), jnp.float32)
+    f = pk.triton_kernel(add, out, grid=(triton.cdiv(n, block),), BLOCK=block)
+    return lambda x, y: f(x, y, n=n)
+
+
 #: Per backend, its cases; ``jnp`` first (every ratio is taken against it).
 CASES: dict[str, list[Case]] = {
     "jnp": [Case("jnp", "jnp.add", _jnp_add)],
     "numba_cuda": [Case("numba_cuda", "numba_cuda_kernel", _numba_cuda_add)],
+    "triton": [Case("triton", "triton_kernel", _triton_add)],
 }
 
 
