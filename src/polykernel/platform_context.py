@@ -83,5 +83,5 @@ def current_platform() -> str:
 
 
 def traced_for_gpu() -> bool:
-    """True when the call being traced will run on a GPU (see :func:`current_platform`)."""
+    """True when the call being traced will run on a GPU (:func:`current_platform`)."""
     return current_platform() == "gpu"

@@ -11,8 +11,8 @@ import numpy as np
 __all__ = [
     "has_cxx",
     "has_numba",
-    "has_triton",
     "has_numba_cuda",
+    "has_triton",
     "random_csr",
     "row_ids",
     "window_row_ids",
