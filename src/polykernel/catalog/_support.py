@@ -29,6 +29,8 @@ def has_numba() -> bool:
 def has_triton() -> bool:
     """True when Triton is installed (found, not imported: ``triton`` on gpu)."""
     return importlib.util.find_spec("triton") is not None
+
+
 def has_numba_cuda() -> bool:
     """True when numba-cuda is installed (``numba_cuda`` kernels are registered)."""
     return importlib.util.find_spec("numba_cuda") is not None
