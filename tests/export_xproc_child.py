@@ -6,6 +6,9 @@ kernel, and a ``parallel=True`` Numba kernel), exports three programs into ``DIR
 (``main``, ``multi`` for cpu+cuda, ``parallel``), runs ``main`` once with JAX's
 persistent compilation cache in ``JAX_CACHE`` and prints one JSON line.
 
+``... export DIR JAX_CACHE cuda`` exports ``cuda_multi`` instead: cpu+cuda with a
+C++ kernel on the CPU and an nvcc-built one on the GPU.
+
 ``python export_xproc_child.py run DIR JAX_CACHE NAME...`` imports no kernel code:
 it loads each ``DIR/NAME.jaxexport`` with ``pk.load_exported``, runs it with the
 persistent cache on and prints one JSON line per program; a failure prints the
@@ -33,6 +36,17 @@ CPP = """
 void add_one(const pk::Tensor& x, pk::Tensor& y) {
   const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
   for (int64_t i = 0; i < x.numel(); ++i) b[i] = a[i] + 1;
+}
+"""
+CUDA = """
+__global__ void add_one_kernel(const float* x, float* y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] + 1;
+}
+void add_one(const pk::Tensor& x, pk::Tensor& y, cudaStream_t stream) {
+  int64_t n = x.numel();
+  add_one_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x.data_ptr<float>(),
+                                                       y.data_ptr<float>(), n);
 }
 """
 _events: list[str] = []
@@ -86,9 +100,25 @@ def _programs() -> dict:
     }
 
 
-def export(directory: Path, jax_cache: Path) -> None:
+def _cuda_program() -> dict:
+    """cpu+cuda, a C++ kernel on each (nvcc builds the CUDA one for sm_80)."""
+    options = pk.CompileOptions(cuda_arch=["sm_80"])
+    cpu = pk.load_cpp_inline("xproc_mod", CPP, ["add_one"])
+    gpu = pk.load_cuda_inline("xproc_cuda", CUDA, ["add_one"], options=options)
+    op = pk.XLACustomKernel("test.xproc.cuda")
+    for platform, mod in (("cpu", cpu), ("gpu", gpu)):
+        op.def_cuda_raw_kernel(
+            lambda outs, mod=mod, **kw: lambda x: mod.add_one(x, outs=list(outs)),
+            platform=platform,
+        )
+    return {"cuda_multi": (lambda x: op(x, outs=SPEC), ("cpu", "cuda"))}
+
+
+def export(directory: Path, jax_cache: Path, cuda: bool = False) -> None:
     _use_persistent_cache(jax_cache)
-    for name, (fn, platforms) in _programs().items():
+    programs = _cuda_program() if cuda else _programs()
+    result = {}
+    for name, (fn, platforms) in programs.items():
         exported = pk.export(jax.jit(fn), platforms=platforms)(SPEC)
         (directory / f"{name}.jaxexport").write_bytes(exported.serialize())
         if name == "main":
@@ -105,12 +135,13 @@ def run(directory: Path, jax_cache: Path, names: list[str]) -> None:
         except Exception as err:  # reported to the test, which checks it
             result = {"error": type(err).__name__, "message": str(err)}
         result["numba_kernels_defined"] = "twice" in dir(sys.modules[__name__])
+        result["registered"] = pk.list_registered_targets()
         print(json.dumps(result))
 
 
 if __name__ == "__main__":
     command, directory, jax_cache = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     if command == "export":
-        export(directory, jax_cache)
+        export(directory, jax_cache, cuda=sys.argv[4:] == ["cuda"])
     else:
         run(directory, jax_cache, sys.argv[4:])

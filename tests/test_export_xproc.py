@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,17 @@ def test_export_allows_polykernel_targets_and_nothing_else():
 
     with pytest.raises(ValueError, match="not_a_polykernel_target"):
         pk.export(foreign)(spec)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
+def test_cpu_and_cuda_cpp_kernels_in_one_artefact(child_env, tmp_path):
+    # Built without a GPU: the CUDA branch is registered (for CUDA) but not run.
+    _child("export", tmp_path, tmp_path / "jax-cache", "cuda", env=child_env)
+    [result] = _child("run", tmp_path, tmp_path / "jax-cache", "cuda_multi",
+                      env=child_env)  # fmt: skip
+    assert result["out"] == (X + 1).tolist()
+    cuda_target, cpu_target = result["targets"]
+    assert cuda_target.startswith("xproc_cuda.add_one.pk")
+    assert cpu_target.startswith("xproc_mod.add_one.pk")
+    assert {cuda_target, cpu_target} <= set(result["registered"])

@@ -205,8 +205,9 @@ def _missing_error(missing: list[str]) -> KernelNotAvailableError:
     return KernelNotAvailableError(
         f"polykernel.load_exported: the exported program calls FFI target(s) "
         f"{', '.join(repr(m) for m in missing)}, found neither registered in this "
-        f"process nor in the cache '{cache_root()}'. Either run the program with the "
-        f"cache directory of the process that exported it (POLYKERNEL_CACHE_DIR, "
+        f"process nor loadable from the cache '{cache_root()}'. Either run the "
+        f"program with the cache directory of the process that exported it "
+        f"(POLYKERNEL_CACHE_DIR, "
         f"same polykernel, JAX, Numba and compiler versions), or import/define the "
         f"kernels first (call the numba_kernel / load_cpp_* code once) so their "
         f"targets are registered. Kernels that cannot be cached (no content "
