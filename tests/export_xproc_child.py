@@ -12,7 +12,8 @@ C++ kernel on the CPU and an nvcc-built one on the GPU.
 ``python export_xproc_child.py run DIR JAX_CACHE NAME...`` imports no kernel code:
 it loads each ``DIR/NAME.jaxexport`` with ``pk.load_exported``, runs it with the
 persistent cache on and prints one JSON line per program; a failure prints the
-exception's type and message instead.
+exception's type and message instead. The name ``+define`` then defines the
+kernels in that process and runs ``main``'s function directly.
 
 Each JSON line has ``out`` (the result), ``hits``/``misses`` (JAX persistent cache
 events during that run) and ``targets``.
@@ -129,6 +130,9 @@ def export(directory: Path, jax_cache: Path, cuda: bool = False) -> None:
 def run(directory: Path, jax_cache: Path, names: list[str]) -> None:
     _use_persistent_cache(jax_cache)
     for name in names:
+        if name == "+define":
+            print(json.dumps(_define_after_loading()))
+            continue
         try:
             exported = pk.load_exported((directory / f"{name}.jaxexport").read_bytes())
             result = _run(exported)
@@ -137,6 +141,19 @@ def run(directory: Path, jax_cache: Path, names: list[str]) -> None:
         result["numba_kernels_defined"] = "twice" in dir(sys.modules[__name__])
         result["registered"] = pk.list_registered_targets()
         print(json.dumps(result))
+
+
+def _define_after_loading() -> dict:
+    """Define the kernels after their targets were loaded: same names, reused."""
+    fn, _ = _programs()["main"]
+    before = pk.list_registered_targets()
+    _events.clear()
+    out = jax.jit(fn)(np.arange(N, dtype=np.float32))
+    return {
+        "out": np.asarray(out).tolist(),
+        "unchanged": before == pk.list_registered_targets(),
+        "misses": _events.count("/jax/compilation_cache/cache_misses"),
+    }
 
 
 if __name__ == "__main__":

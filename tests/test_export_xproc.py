@@ -73,9 +73,10 @@ def test_new_process_runs_it_without_kernel_code_and_hits_the_cache(
 ):
     directory, jax_cache, first = exported_dir
     entries = [p.name for p in jax_cache.iterdir()]
-    main, multi, parallel = _child(
-        "run", directory, jax_cache, "main", "multi", "parallel", env=child_env
-    )
+    main, multi, parallel, defined = _child(
+        "run", directory, jax_cache, "main", "multi", "parallel", "+define",
+        env=child_env,
+    )  # fmt: skip
     assert not main["numba_kernels_defined"]
     assert main["out"] == (2 * X + 1).tolist()
     assert main["targets"] == first["targets"]
@@ -84,9 +85,11 @@ def test_new_process_runs_it_without_kernel_code_and_hits_the_cache(
     # cpu+cuda artefact, run on the CPU: the Numba kernel of the cpu branch.
     assert multi["out"] == (2 * X).tolist(), multi
     assert parallel["out"] == (3 * X).tolist()  # a prange kernel, omp layer
+    # Defining the kernels afterwards reuses the loaded targets (same names).
+    assert defined["out"] == (2 * X + 1).tolist() and defined["unchanged"]
     # main wrote nothing: only the programs compiled here were added.
     after = {p.name for p in jax_cache.iterdir()}
-    added = multi["misses"] + parallel["misses"]
+    added = multi["misses"] + parallel["misses"] + defined["misses"]
     assert set(entries) <= after and len(after) == len(entries) + added
 
 
@@ -94,7 +97,8 @@ def test_names_and_artefacts_are_the_same_in_every_process(
     exported_dir, child_env, tmp_path
 ):
     _, jax_cache, first = exported_dir
-    [again] = _child("export", tmp_path, jax_cache, env=child_env)
+    env = {**child_env, "PYTHONHASHSEED": "12345"}  # the first ran with a random seed
+    [again] = _child("export", tmp_path, jax_cache, env=env)
     assert again["targets"] == first["targets"]
     assert (again["hits"], again["misses"]) == (1, 0)
     for name in ("main", "multi", "parallel"):
