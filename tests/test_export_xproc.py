@@ -146,8 +146,12 @@ def test_missing_targets_are_named_with_the_fix(exported_dir, monkeypatch, tmp_p
 def test_load_exported_rejects_what_is_not_an_artefact():
     with pytest.raises(pk.KernelTypeError, match=r"bytes of Exported.serialize\(\)"):
         pk.load_exported("model.jaxexport")
-    with pytest.raises(TypeError, match="got int"):
+    with pytest.raises(TypeError, match=r"exported_targets: expected .* got int"):
         pk.exported_targets(3)
+    with pytest.raises(ValueError, match=r"these 7 bytes are not an artefact"):
+        pk.load_exported(b"garbage")
+    with pytest.raises(pk.KernelRegistrationError, match="binary mode"):
+        pk.register_exported_targets(bytes(100))
 
 
 def test_export_allows_polykernel_targets_and_nothing_else():

@@ -111,15 +111,23 @@ def _polykernel_targets() -> frozenset[str]:
     return frozenset(list_registered_targets())
 
 
-def _as_exported(exported: Any) -> Any:
+def _as_exported(exported: Any, caller: str = "load_exported") -> Any:
     import jax
 
     if isinstance(exported, (bytes, bytearray, memoryview)):
-        return jax.export.deserialize(bytearray(exported))
+        try:
+            return jax.export.deserialize(bytearray(exported))
+        except Exception as err:  # flatbuffers reports garbage in many ways
+            raise KernelRegistrationError(
+                f"polykernel.{caller}: these {len(exported)} bytes are not an artefact "
+                f"this JAX ({jax.__version__}) can read ({type(err).__name__}: "
+                f"{err}). Pass exactly what Exported.serialize() returned (read the "
+                f"file in binary mode)."
+            ) from err
     if isinstance(exported, jax.export.Exported):
         return exported
     raise KernelTypeError(
-        f"polykernel.load_exported: expected the bytes of Exported.serialize() or a "
+        f"polykernel.{caller}: expected the bytes of Exported.serialize() or a "
         f"jax.export.Exported, got {type(exported).__name__}. Serialise with "
         f"blob = exported.serialize() and pass blob."
     )
@@ -137,7 +145,7 @@ def exported_targets(exported: Any) -> list[str]:
         >>> exported_targets(jax.export.export(jax.jit(jnp.sin))(spec))
         []
     """
-    text = _as_exported(exported).mlir_module()
+    text = _as_exported(exported, "exported_targets").mlir_module()
     return sorted({a or b for a, b in _CUSTOM_CALL.findall(text)})
 
 
@@ -168,6 +176,7 @@ def register_exported_targets(exported: Any) -> list[str]:
     """
     from .native.revive import TARGET_PATTERN, load_cached_target
 
+    exported = _as_exported(exported, "register_exported_targets")
     names = [
         t
         for t in exported_targets(exported)
