@@ -1,10 +1,11 @@
 """Child process for the cross-process ``jax.export`` tests (run as a script).
 
-``python export_xproc_child.py export DIR JAX_CACHE`` defines the kernels (a Numba
-kernel, a C++ module, a primitive with a Numba CPU kernel and a pure-JAX GPU
-kernel, and a ``parallel=True`` Numba kernel), exports three programs into ``DIR``
-(``main``, ``multi`` for cpu+cuda, ``parallel``), runs ``main`` once with JAX's
-persistent compilation cache in ``JAX_CACHE`` and prints one JSON line.
+``python export_xproc_child.py export DIR JAX_CACHE`` defines the kernels (Numba
+kernels, one of them ``parallel=True`` and one raising on x > 6, a C++ module, and
+a primitive with a Numba CPU kernel and a pure-JAX GPU kernel), exports four
+programs into ``DIR`` (``main``, ``multi`` for cpu+cuda, ``parallel``, ``checked``),
+runs ``main`` once with JAX's persistent compilation cache in ``JAX_CACHE`` and
+prints one JSON line.
 
 ``... export DIR JAX_CACHE cuda`` exports ``cuda_multi`` instead: cpu+cuda with a
 C++ kernel on the CPU and an nvcc-built one on the GPU.
@@ -89,6 +90,13 @@ def _programs() -> dict:
         for i in numba.prange(out.size):
             out[i] = 3 * x[i]
 
+    @numba.njit
+    def checked(x, out):  # raises with run-time values: needs a Numba environment
+        for i in range(out.size):
+            if x[i] > 6:
+                raise ValueError("too large at", i, x[i])
+            out[i] = x[i]
+
     double = pk.numba_kernel(twice, SPEC)
     mod = pk.load_cpp_inline("xproc_mod", CPP, ["add_one"])
     op = pk.XLACustomKernel("test.xproc.multi")
@@ -98,6 +106,7 @@ def _programs() -> dict:
         "main": (lambda x: mod.add_one(double(x), outs=SPEC), None),
         "multi": (lambda x: op(x, outs=SPEC), ("cpu", "cuda")),
         "parallel": (pk.numba_kernel(thrice, SPEC), None),
+        "checked": (pk.numba_kernel(checked, SPEC), None),
     }
 
 
@@ -133,11 +142,17 @@ def run(directory: Path, jax_cache: Path, names: list[str]) -> None:
         if name == "+define":
             print(json.dumps(_define_after_loading()))
             continue
+        _events.clear()
         try:
             exported = pk.load_exported((directory / f"{name}.jaxexport").read_bytes())
             result = _run(exported)
         except Exception as err:  # reported to the test, which checks it
-            result = {"error": type(err).__name__, "message": str(err)}
+            misses = _events.count("/jax/compilation_cache/cache_misses")
+            result = {
+                "error": type(err).__name__,
+                "message": str(err),
+                "misses": misses,
+            }
         result["numba_kernels_defined"] = "twice" in dir(sys.modules[__name__])
         result["registered"] = pk.list_registered_targets()
         print(json.dumps(result))

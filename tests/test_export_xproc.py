@@ -73,9 +73,9 @@ def test_new_process_runs_it_without_kernel_code_and_hits_the_cache(
 ):
     directory, jax_cache, first = exported_dir
     entries = [p.name for p in jax_cache.iterdir()]
-    main, multi, parallel, defined = _child(
-        "run", directory, jax_cache, "main", "multi", "parallel", "+define",
-        env=child_env,
+    main, multi, parallel, checked, defined = _child(
+        "run", directory, jax_cache, "main", "multi", "parallel", "checked",
+        "+define", env=child_env,
     )  # fmt: skip
     assert not main["numba_kernels_defined"]
     assert main["out"] == (2 * X + 1).tolist()
@@ -85,11 +85,15 @@ def test_new_process_runs_it_without_kernel_code_and_hits_the_cache(
     # cpu+cuda artefact, run on the CPU: the Numba kernel of the cpu branch.
     assert multi["out"] == (2 * X).tolist(), multi
     assert parallel["out"] == (3 * X).tolist()  # a prange kernel, omp layer
+    # A loaded kernel that raises reports its values; the process stays usable.
+    assert (
+        "the kernel raised ValueError: ('too large at', 7, 7.0)" in checked["message"]
+    )
     # Defining the kernels afterwards reuses the loaded targets (same names).
     assert defined["out"] == (2 * X + 1).tolist() and defined["unchanged"]
     # main wrote nothing: only the programs compiled here were added.
     after = {p.name for p in jax_cache.iterdir()}
-    added = multi["misses"] + parallel["misses"] + defined["misses"]
+    added = sum(r["misses"] for r in (multi, parallel, checked, defined))
     assert set(entries) <= after and len(after) == len(entries) + added
 
 
@@ -101,7 +105,7 @@ def test_names_and_artefacts_are_the_same_in_every_process(
     [again] = _child("export", tmp_path, jax_cache, env=env)
     assert again["targets"] == first["targets"]
     assert (again["hits"], again["misses"]) == (1, 0)
-    for name in ("main", "multi", "parallel"):
+    for name in ("main", "multi", "parallel", "checked"):
         assert (tmp_path / f"{name}.jaxexport").read_bytes() == _blob(
             exported_dir, name
         )
