@@ -28,6 +28,11 @@ CHILD = Path(__file__).with_name("export_xproc_child.py")
 X = np.arange(8, dtype=np.float32)
 
 
+@numba.cfunc("float64(float64)")
+def triple(v):  # a cfunc object: kernels calling it have no content fingerprint
+    return 3 * v
+
+
 def _child(*args: object, env: dict[str, str]) -> list[dict]:
     proc = subprocess.run(
         [sys.executable, str(CHILD), *map(str, args)],
@@ -195,3 +200,26 @@ def test_cpu_and_cuda_cpp_kernels_in_one_artefact(child_env, tmp_path):
     assert cuda_target.startswith("xproc_cuda.add_one.pk")
     assert cpu_target.startswith("xproc_mod.add_one.pk")
     assert {cuda_target, cpu_target} <= set(result["registered"])
+
+
+def test_export_warns_when_a_kernel_cannot_run_elsewhere():
+    @numba.njit
+    def boxing(x, out):  # the error boxes an array: its code needs this process
+        out[:] = x
+        if x[0] > 100:
+            raise ValueError(np.arange(3))
+
+    @numba.njit
+    def tripled(x, out):  # calls a cfunc object: no content fingerprint
+        for i in range(out.size):
+            out[i] = triple(x[i])
+
+    spec = jax.ShapeDtypeStruct((8,), jnp.float32)
+    kernel = pk.numba_kernel(boxing, spec)
+    with pytest.warns(pk.PolykernelWarning, match="must define the kernel before"):
+        exported = pk.export(kernel)(spec)
+    np.testing.assert_allclose(exported.call(X), X)
+    kernel = pk.numba_kernel(tripled, spec)
+    with pytest.warns(pk.PolykernelWarning, match="valid in this process only"):
+        exported = pk.export(kernel)(spec)
+    np.testing.assert_allclose(exported.call(X), 3 * X)

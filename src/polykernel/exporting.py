@@ -29,7 +29,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .errors import KernelNotAvailableError, KernelRegistrationError, KernelTypeError
+from .errors import (
+    KernelNotAvailableError,
+    KernelRegistrationError,
+    KernelTypeError,
+    PolykernelWarning,
+)
 
 __all__ = ["export", "exported_targets", "load_exported", "register_exported_targets"]
 
@@ -101,8 +106,42 @@ def _keep_checks_used(exported: Any, known: frozenset[str], extra: list) -> Any:
     import jax
 
     used = [t for t in exported_targets(exported) if t in known]
+    _warn_unportable(used)
     checks = (*extra, *(jax.export.DisabledSafetyCheck.custom_call(t) for t in used))
     return dataclasses.replace(exported, disabled_safety_checks=checks)
+
+
+def _warn_unportable(targets: list[str]) -> None:
+    """Warn about Numba handlers another process cannot load from the cache."""
+    import sys
+    import warnings
+
+    if "polykernel.backends._numba_build" not in sys.modules:
+        return  # no Numba kernel was built in this process
+    from .backends._numba_build import loaded_handler
+
+    for target in targets:
+        handler = loaded_handler(target)
+        if handler is None or handler.origin != "uncached":
+            continue
+        if handler.process_local:
+            why = (
+                "has no content fingerprint (it reaches an object polykernel cannot "
+                "hash, e.g. a numba.cfunc object), so its target name is valid in this "
+                "process only: the artefact cannot run in another process"
+            )
+        else:
+            why = (
+                "is not in the disk cache (its code depends on this process; the "
+                "reason is logged at DEBUG by polykernel.backends._numba_build): "
+                "another process must define the kernel before load_exported"
+            )
+        warnings.warn(
+            f"polykernel.export: Numba kernel '{handler.label}' (FFI target "
+            f"'{target}') {why}.",
+            PolykernelWarning,
+            stacklevel=4,
+        )
 
 
 def _polykernel_targets() -> frozenset[str]:

@@ -38,6 +38,7 @@ __all__ = [
     "check_parallel_layer",
     "import_numba",
     "load_cached_handler",
+    "loaded_handler",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,9 @@ class Handler:
     address: int
     library: Any
     origin: str  # "disk" (cache hit), "built" (and cached), "uncached"
+    label: str = ""
+    # No content fingerprint: the target name holds a per-process token.
+    process_local: bool = False
 
 
 def import_numba() -> pytypes.ModuleType:
@@ -149,9 +153,17 @@ def build_handler(
         else:
             log.debug("numba_kernel '%s': not cached (no content fingerprint)", label)
             handler = _build(context, target, sig, label, kernel, private, None)
+            handler.process_local = True
+        handler.label = label
         register_cpu_target(target, handler.address, handler)
         _handlers[target] = handler
         return handler
+
+
+def loaded_handler(target: str) -> Handler | None:
+    """The handler registered as ``target`` in this process, if any."""
+    with _lock:
+        return _handlers.get(target)
 
 
 def load_cached_handler(target: str) -> Handler | None:
