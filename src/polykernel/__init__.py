@@ -62,6 +62,12 @@ from .errors import (
     UnsupportedOperationError as UnsupportedOperationError,
     UnsupportedTransformError as UnsupportedTransformError,
 )
+from .exporting import (
+    export as export,
+    exported_targets as exported_targets,
+    load_exported as load_exported,
+    register_exported_targets as register_exported_targets,
+)
 from .kernel_table import KernelEntry as KernelEntry
 from .native import (
     CompiledModule as CompiledModule,
