@@ -16,6 +16,7 @@ import pytest
 from polykernel.backends.numba_cpu import numba_kernel
 from polykernel.errors import BackendUnavailableError, KernelRegistrationError
 from polykernel.ffi import abi, kernel_fingerprint, register_cpu_target, target_name
+from polykernel.ffi.fingerprint import Unfingerprintable
 
 C_PROBE = r"""
 #include <stddef.h>
@@ -163,6 +164,30 @@ def test_target_names_follow_content_and_options():
     assert kernel_fingerprint(plain) == kernel_fingerprint(numba.njit(body))
     name = target_name("pk_numba", "a", "b")
     assert name.isidentifier() and name != target_name("pk_numba", "a", "c")
+
+
+def test_a_closure_over_an_unhashable_object_is_not_fingerprinted():
+    # Unfingerprintable is a ValueError; it once passed for an empty closure cell,
+    # so kernels closing over different cfuncs shared one name and one handler.
+    def make(scale):
+        @numba.cfunc("float64(float64)")
+        def scaled(v):
+            return scale * v
+
+        @numba.njit
+        def kernel(x, out):
+            for i in range(out.size):
+                out[i] = scaled(x[i])
+
+        return kernel
+
+    double, triple = make(2.0), make(3.0)
+    with pytest.raises(Unfingerprintable, match="CFunc object"):
+        kernel_fingerprint(double)
+    spec = jax.ShapeDtypeStruct((3,), jnp.float32)
+    ones = jnp.ones(3, jnp.float32)
+    assert numba_kernel(double, spec)(ones).tolist() == [2.0] * 3
+    assert numba_kernel(triple, spec)(ones).tolist() == [3.0] * 3
 
 
 def test_registration_is_idempotent_and_refuses_a_new_address():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import polykernel as pk
-from polykernel.lowering_context import current_platform, lowering_for
+from polykernel.platform_context import lowering_for, lowering_platform
 
 F32 = jnp.float32
 
@@ -167,7 +167,7 @@ def test_input_output_aliases():
 
 def test_direct_call_uses_the_default_backend_and_interprets_on_cpu():
     kernel = pk.pallas_kernel(double_body, jax.ShapeDtypeStruct((3,), F32))
-    assert current_platform() is None and kernel.platform() == "cpu"
+    assert lowering_platform() is None and kernel.platform() == "cpu"
     np.testing.assert_allclose(kernel(jnp.ones(3, F32)), [2.0, 2.0, 2.0])
     assert "pallas_kernel('double_body'" in repr(kernel)
 
@@ -177,7 +177,7 @@ def test_lowering_context_selects_the_platform():
     with lowering_for("gpu"):
         assert kernel.platform() == "gpu"
         inner = pk.pallas_kernel(double_body, jax.ShapeDtypeStruct((3,), F32))
-    assert current_platform() is None
+    assert lowering_platform() is None
     # Built while lowering for gpu: traced later (sharding), it still builds for gpu.
     assert inner.platform() == "gpu" and kernel.platform() == "cpu"
 

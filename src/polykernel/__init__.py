@@ -13,7 +13,12 @@ from . import config as config, testing as testing
 from ._version import __version__ as __version__
 from .allocator import tune_allocator as tune_allocator
 from .backends.numba_cpu import numba_kernel as numba_kernel
+from .backends.numba_cuda import (
+    numba_cuda_callable as numba_cuda_callable,
+    numba_cuda_kernel as numba_cuda_kernel,
+)
 from .backends.pallas import pallas_kernel as pallas_kernel
+from .backends.triton import triton_kernel as triton_kernel
 from .benchmark import (
     BenchmarkConfig as BenchmarkConfig,
     BenchmarkRecord as BenchmarkRecord,
@@ -58,6 +63,12 @@ from .errors import (
     UnsupportedOperationError as UnsupportedOperationError,
     UnsupportedPlatformError as UnsupportedPlatformError,
     UnsupportedTransformError as UnsupportedTransformError,
+)
+from .exporting import (
+    export as export,
+    exported_targets as exported_targets,
+    load_exported as load_exported,
+    register_exported_targets as register_exported_targets,
 )
 from .kernel_table import KernelEntry as KernelEntry
 from .native import (

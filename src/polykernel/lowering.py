@@ -29,7 +29,7 @@ from typing import Any
 from ._jax_compat import lower_fun, unsharded_inputs
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
-from .lowering_context import lowering_for
+from .platform_context import lowering_for
 from .sharding import partitioned, plan_for
 
 __all__ = ["call_generator", "make_lowering_rule"]
@@ -111,18 +111,20 @@ def make_lowering_rule(
         entry = table.resolve(platform, backend)
         shard_plan = plan_for(ctx, outs, entry.backend, params)
         try:
-            # Kernel helpers (pallas_kernel, ...) read the platform while tracing.
-            with lowering_for(platform), backend_lowering_context(entry, platform):
+            # Kernels whose callable differs per platform (Triton, Numba-CUDA: an
+            # emulator on cpu, a CUDA launch on gpu) read the platform from here.
+            with lowering_for(platform):
                 kernel = call_generator(entry, outs, ctx.avals_in, params)
 
-                def body(*xs: Any) -> list[Any]:
+            def body(*xs: Any) -> list[Any]:
+                with lowering_for(platform):  # the kernel is traced here
                     return _as_list(kernel(*xs), len(outs))
 
-                if shard_plan is not None:
-                    body = partitioned(shard_plan, body)
-                return lower_fun(body, multiple_results=True)(
-                    unsharded_inputs(ctx), *args
-                )
+            if shard_plan is not None:
+                body = partitioned(shard_plan, body)
+            with lowering_for(platform), backend_lowering_context(entry, platform):
+                lowered = lower_fun(body, multiple_results=True)
+                return lowered(unsharded_inputs(ctx), *args)
         except KernelCompilationError:
             raise
         except Exception as err:

@@ -32,12 +32,21 @@ from ..errors import BackendUnavailableError, KernelRegistrationError
 from ..ffi.handler_ir.signature import Signature
 from ..ffi.registry import register_cpu_target
 
-__all__ = ["Handler", "build_handler", "check_parallel_layer", "import_numba"]
+__all__ = [
+    "Handler",
+    "build_handler",
+    "check_parallel_layer",
+    "import_numba",
+    "load_cached_handler",
+    "loaded_handler",
+]
 
 log = logging.getLogger(__name__)
 _lock = threading.RLock()
 _handlers: dict[str, Handler] = {}
 _SAFE_LAYERS = ("omp", "tbb", "threadsafe", "safe", "forksafe")
+# A handler object that needs one of these runs a parallel (prange) kernel.
+_PARALLEL_SYMBOLS = frozenset({"numba_parallel_for", "get_num_threads"})
 
 
 @dataclass
@@ -48,6 +57,9 @@ class Handler:
     address: int
     library: Any
     origin: str  # "disk" (cache hit), "built" (and cached), "uncached"
+    label: str = ""
+    # No content fingerprint: the target name holds a per-process token.
+    process_local: bool = False
 
 
 def import_numba() -> pytypes.ModuleType:
@@ -141,6 +153,48 @@ def build_handler(
         else:
             log.debug("numba_kernel '%s': not cached (no content fingerprint)", label)
             handler = _build(context, target, sig, label, kernel, private, None)
+            handler.process_local = True
+        handler.label = label
+        register_cpu_target(target, handler.address, handler)
+        _handlers[target] = handler
+        return handler
+
+
+def loaded_handler(target: str) -> Handler | None:
+    """The handler registered as ``target`` in this process, if any."""
+    with _lock:
+        return _handlers.get(target)
+
+
+def load_cached_handler(target: str) -> Handler | None:
+    """The handler ``target`` from the disk cache alone, registered with XLA.
+
+    No kernel is needed: the target name determines the cache key. Returns None
+    when the cache holds no loadable entry for it (never built with this cache
+    root, not cacheable, or built by other versions or another machine).
+
+    Raises:
+        KernelRegistrationError: the handler runs a parallel kernel and this
+            process's Numba threading layer is not thread-safe.
+    """
+    from . import _numba_cache
+
+    numba = import_numba()
+    with _lock:
+        handler = _handlers.get(target)
+        if handler is not None:
+            return handler
+        context, codegen = _codegen()
+        key = _numba_cache.cache_key(target, codegen)
+        found = _numba_cache.lookup(key)
+        if found is None:
+            return None
+        meta = found[1]
+        if _PARALLEL_SYMBOLS.intersection(meta.get("externals", ())):
+            check_parallel_layer(numba, str(meta.get("label", target)))
+        handler = _from_disk(key, target, context, found)
+        if handler is None:
+            return None
         register_cpu_target(target, handler.address, handler)
         _handlers[target] = handler
         return handler
@@ -170,11 +224,13 @@ def _resolvable(context: Any, names: list[str]) -> bool:
     return not missing
 
 
-def _from_disk(key: str, target: str, context: Any) -> Handler | None:
+def _from_disk(
+    key: str, target: str, context: Any, found: tuple | None = None
+) -> Handler | None:
     from . import _numba_cache
     from ._numba_artifact import load_object
 
-    found = _numba_cache.lookup(key)
+    found = found or _numba_cache.lookup(key)
     if found is None:
         return None
     obj, meta = found

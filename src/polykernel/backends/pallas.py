@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import _jax_compat as jc
 from ..errors import KernelRegistrationError, KernelTypeError
-from ..lowering_context import current_platform, lowering_for
+from ..platform_context import current_platform, lowering_for, lowering_platform
 
 __all__ = [
     "AOT_GPU",
@@ -51,9 +51,6 @@ _aot_gpu: contextvars.ContextVar[str] = contextvars.ContextVar(
 
 #: The XLA custom-call target a Pallas kernel lowered through Triton becomes.
 TRITON_TARGET = "__gpu$xla.gpu.triton"
-
-# JAX lowering platforms (jax.default_backend()) -> our platform names.
-_OUR_PLATFORM = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
 
 
 def pallas_kernel(
@@ -88,7 +85,7 @@ def pallas_kernel(
 
     Returns:
         A callable ``f(*arrays, **static)``; the platform is the one an
-        ``XLACustomKernel`` is lowering for, else ``jax.default_backend()``.
+        ``XLACustomKernel`` is lowering for, else that of JAX's default device.
 
     Raises:
         KernelTypeError: ``body`` is not callable or an ``outs`` entry has no
@@ -192,17 +189,14 @@ class PallasKernel:
         self.compiler_params = compiler_params
         # The platform of the lowering that built us: a sharded call may trace the
         # kernel later, during partitioning, outside that lowering.
-        self._built_for = current_platform()
+        self._built_for = lowering_platform()
 
     def __repr__(self) -> str:
         return f"pallas_kernel({self.name!r}, outs={list(self.out_specs)})"
 
     def platform(self) -> str:
         """The platform the next call builds for (see :func:`pallas_kernel`)."""
-        import jax
-
-        found = current_platform() or self._built_for
-        return found or _OUR_PLATFORM.get(jax.default_backend(), "cpu")
+        return lowering_platform() or self._built_for or current_platform()
 
     def build(self, platform: str, **static: Any) -> Callable[..., Any]:
         """The ``pallas_call`` for ``platform`` (``'cpu'``, ``'gpu'`` or ``'tpu'``).

@@ -11,7 +11,9 @@ import numpy as np
 __all__ = [
     "has_cxx",
     "has_numba",
+    "has_numba_cuda",
     "has_pallas",
+    "has_triton",
     "pallas_elementwise",
     "random_csr",
     "row_ids",
@@ -26,6 +28,17 @@ PALLAS_BLOCK = 1024
 def has_numba() -> bool:
     """True when numba can be imported (the ``numba`` backend is registered)."""
     return importlib.util.find_spec("numba") is not None
+
+
+@functools.cache
+def has_triton() -> bool:
+    """True when Triton is installed (found, not imported: ``triton`` on gpu)."""
+    return importlib.util.find_spec("triton") is not None
+
+
+def has_numba_cuda() -> bool:
+    """True when numba-cuda is installed (``numba_cuda`` kernels are registered)."""
+    return importlib.util.find_spec("numba_cuda") is not None
 
 
 @functools.cache
@@ -59,13 +72,13 @@ def pallas_elementwise(body: Any, outs: Any, n_inputs: int) -> Any:
     import jax
 
     from ..backends.pallas import pallas_kernel
-    from ..lowering_context import current_platform
+    from ..platform_context import current_platform
 
     shape = tuple(outs[0].shape)
     n = int(np.prod(shape, dtype=np.int64))
     flat = [jax.ShapeDtypeStruct((n,), o.dtype) for o in outs]
     options: dict[str, Any] = {}
-    if current_platform() not in (None, "cpu"):
+    if current_platform() == "gpu":
         from jax.experimental import pallas as pl
 
         spec = pl.BlockSpec((PALLAS_BLOCK,), lambda i: (i,))

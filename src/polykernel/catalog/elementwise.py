@@ -2,11 +2,11 @@
 
 Backends: ``jax_raw``, ``numba`` (a serial loop: memory-bound, and thread start-up
 costs more than it saves at small sizes), ``cuda_raw`` on the CPU
-(C++ ``-O3``), ``pallas`` on the CPU (interpret mode, a debugging path) and the GPU
-(Triton; lowered and tested here, launched only by ``make test-gpu``).
-Differentiable in both inputs: the tangent rules are plain ``jnp`` expressions, so
-reverse mode needs no transpose rule. Batch-partitioned: sharded inputs are not
-gathered.
+(C++ ``-O3``), ``triton`` on the GPU, and ``pallas`` on the CPU (interpret mode, a
+debugging path) and the GPU (Pallas' Triton backend; lowered and tested here,
+launched only by ``make test-gpu``). Differentiable in both inputs: the tangent
+rules are plain ``jnp`` expressions, so reverse mode needs no transpose rule.
+Batch-partitioned: sharded inputs are not gathered.
 """
 
 from __future__ import annotations
@@ -18,7 +18,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..primitive import XLACustomKernel
-from ._support import has_cxx, has_numba, has_pallas, pallas_elementwise
+from ._numba_cuda_kernels import scaled_add_generator
+from ._support import (
+    has_cxx,
+    has_numba,
+    has_numba_cuda,
+    has_pallas,
+    has_triton,
+    pallas_elementwise,
+)
 
 __all__ = ["scaled_add", "scaled_add_p"]
 
@@ -64,6 +72,12 @@ def _cpp_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
     return lambda x, y: module.scaled_add(x, y, outs=outs[0], alpha=float(alpha))
 
 
+def _triton_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
+    from ._triton_kernels import scaled_add_triton  # imports triton: only here
+
+    return scaled_add_triton(outs, alpha)
+
+
 def _scaled_add_pallas(x_ref, y_ref, out_ref, *, alpha: float) -> None:
     out_ref[...] = alpha * x_ref[...] + y_ref[...]
 
@@ -79,6 +93,10 @@ if has_numba():
     scaled_add_p.def_numba_kernel(_numba_generator, asdefault=True)
 if has_cxx():
     scaled_add_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+if has_numba_cuda():  # registered for gpu; numba.cuda imported on first use
+    scaled_add_p.def_numba_cuda_kernel(scaled_add_generator)
+if has_triton():
+    scaled_add_p.def_triton_kernel(_triton_generator)
 if has_pallas():
     scaled_add_p.def_pallas_kernel("cpu", _pallas_generator)
     scaled_add_p.def_pallas_kernel("gpu", _pallas_generator)

@@ -15,9 +15,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .info_pallas import pallas_backend_rows, pallas_gpu_report
+from .info_pallas import pallas_rows
 
-__all__ = ["cmd_info", "ffi_api_version", "gather_info", "register"]
+__all__ = [
+    "cmd_info",
+    "ffi_api_version",
+    "gather_info",
+    "numba_cuda_rows",
+    "register",
+    "triton_rows",
+]
 
 
 def register(sub: Any, common: Any) -> None:
@@ -74,20 +81,40 @@ def _tool(finder: str) -> tuple[bool, str]:
         return False, " ".join(str(err).split())
 
 
+def numba_cuda_rows(gpu: bool) -> list[tuple[str, str, bool, str]]:
+    """Numba-CUDA: launched natively on a GPU; the CUDA simulator on the CPU.
+
+    Reports the installed version, whether a GPU runs it, and whether its PTX can
+    be compiled here (NVVM, from the ``numba-cuda[cu13]`` extra) without a GPU.
+
+    Example:
+        >>> [r[1] for r in numba_cuda_rows(gpu=False)]
+        ['gpu', 'cpu']
+    """
+    ok, why = _package("numba-cuda", "numba_cuda", "numba-cuda")
+    if not ok:
+        return [("numba_cuda", "gpu", False, why), ("numba_cuda", "cpu", False, why)]
+    nvvm = _version("nvidia-nvvm") or _version("nvidia-cuda-nvcc-cu12")
+    compile_note = (
+        f"PTX compiles here (NVVM {nvvm})" if nvvm else "no NVVM: PTX not compilable"
+    )
+    gpu_note = "native launch" if gpu else "no GPU visible to JAX"
+    return [
+        ("numba_cuda", "gpu", gpu and bool(nvvm), f"{why}; {gpu_note}; {compile_note}"),
+        ("numba_cuda", "cpu", True, f"{why}; Numba's CUDA simulator (slow, for tests)"),
+    ]
+
+
 def _backends(gpu: bool) -> list[dict[str, Any]]:
     no_gpu = "no GPU visible to JAX"
     rows = [("jax_raw", "cpu/gpu/tpu", True, "pure JAX, always available")]
     ok, why = _package("numba", "numba", "numba")
     rows.append(("numba", "cpu", ok, why))
-    ok, why = _package("numba-cuda", "numba_cuda", "numba-cuda")
-    rows.append(("numba_cuda", "gpu", ok and gpu, why if not ok or gpu else no_gpu))
-    for dist, module, extra, name in (
-        ("warp-lang", "warp", "warp", "warp"),
-        ("triton", "triton", "triton", "triton"),
-    ):
-        ok, why = _package(dist, module, extra)
-        rows.append((name, "gpu", ok and gpu, why if not ok or gpu else no_gpu))
-    rows.extend(pallas_backend_rows(gpu))
+    rows += numba_cuda_rows(gpu)
+    ok, why = _package("warp-lang", "warp", "warp")
+    rows.append(("warp", "gpu", ok and gpu, why if not ok or gpu else no_gpu))
+    rows += triton_rows(gpu)
+    rows += pallas_rows(gpu)
     ok, why = _tool("find_host_compiler")
     rows.append(("cuda_raw", "cpu", ok, f"C++ compiler: {why}"))
     ok, why = _tool("find_nvcc")
@@ -95,6 +122,34 @@ def _backends(gpu: bool) -> list[dict[str, Any]]:
     rows.append(("cuda_raw", "gpu", ok and gpu, why))
     keys = ("backend", "platform", "usable", "detail")
     return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def triton_rows(gpu: bool) -> list[tuple[str, str, bool, str]]:
+    """Triton's rows: its interpreter on CPU, and on GPU (compile check: ptxas).
+
+    Triton bundles ``ptxas``; when it is there, cubins can be compiled (and
+    checked) on a machine without a GPU. Triton itself is not imported.
+
+    Example:
+        >>> [row[:2] for row in triton_rows(gpu=False)]  # doctest: +SKIP
+        [('triton', 'cpu'), ('triton', 'gpu')]
+    """
+    ok, why = _package("triton", "triton", "triton")
+    if not ok:
+        return [("triton", "cpu", False, why), ("triton", "gpu", False, why)]
+    spec = importlib.util.find_spec("triton")
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    ptxas = any((Path(r) / "backends/nvidia/bin/ptxas").is_file() for r in roots)
+    compile_check = (
+        "cubins compile here (bundled ptxas)"
+        if ptxas
+        else ("no bundled ptxas: cannot compile cubins")
+    )
+    gpu_detail = f"{why}; {compile_check}" + ("" if gpu else "; no GPU visible to JAX")
+    return [
+        ("triton", "cpu", True, f"{why}; Triton's interpreter (tests, small inputs)"),
+        ("triton", "gpu", gpu, gpu_detail),
+    ]
 
 
 def gather_info() -> dict[str, Any]:
@@ -133,13 +188,7 @@ def gather_info() -> dict[str, Any]:
             "tuned_defaults": str(defaults_path()),
         },
         "backends": _backends(gpu),
-        "gpu_backends": _gpu_backends(gpu),
     }
-
-
-def _gpu_backends(gpu: bool) -> list[dict[str, Any]]:
-    """Per GPU backend: installed version, usable on CPU here, GPU build check."""
-    return [pallas_gpu_report(gpu)]
 
 
 def _print_text(info: dict[str, Any]) -> None:
@@ -156,19 +205,6 @@ def _print_text(info: dict[str, Any]) -> None:
     for row in info["backends"]:
         mark = "yes" if row["usable"] else "no "
         print(f"  {row['backend']:<11} {row['platform']:<12} {mark}  {row['detail']}")
-    print("\nGPU backends (installed / usable on CPU here / GPU build check here):")
-    for row in info.get("gpu_backends", []):
-        print(f"  {row['backend']:<11} {row['installed'] or 'not installed'}")
-        for label, flag, detail in (
-            ("on CPU:   ", "cpu_usable", "cpu_detail"),
-            ("GPU check:", "gpu_check", "gpu_check_detail"),
-            ("GPU run:  ", "gpu_usable", "gpu_detail"),
-        ):
-            print(f"  {'':<11} {label} {_yes_no(row[flag])}, {row[detail]}")
-
-
-def _yes_no(flag: bool) -> str:
-    return "yes" if flag else "no"
 
 
 def cmd_info(args: Any) -> int:

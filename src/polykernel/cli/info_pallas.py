@@ -12,7 +12,7 @@ import importlib.metadata
 import importlib.util
 from typing import Any
 
-__all__ = ["pallas_backend_rows", "pallas_gpu_report"]
+__all__ = ["pallas_gpu_report", "pallas_rows"]
 
 
 def _found(module: str) -> bool:
@@ -47,11 +47,12 @@ def _cuda_plugin() -> str | None:
 
 
 def pallas_gpu_report(gpu: bool) -> dict[str, Any]:
-    """One ``gpu_backends`` entry of ``polykernel info`` for Pallas.
+    """What ``polykernel info`` says about Pallas, as data.
 
-    Keys: ``backend``, ``installed`` (version string or ``None``), ``cpu_usable``,
+    Keys: ``installed`` (a version string or ``None``), ``cpu_usable``,
     ``cpu_detail``, ``gpu_check`` (a lowering for ``cuda`` can be checked here),
-    ``gpu_check_detail``, ``gpu_usable`` (a GPU is visible to JAX), ``gpu_detail``.
+    ``gpu_check_detail``, ``gpu_usable`` (a GPU is visible to JAX and the Triton
+    path exists), ``gpu_detail``.
 
     Example:
         >>> pallas_gpu_report(gpu=False)["cpu_usable"]  # doctest: +SKIP
@@ -59,32 +60,28 @@ def pallas_gpu_report(gpu: bool) -> dict[str, Any]:
     """
     version = _jax_version()
     pallas = _found("jax.experimental.pallas")
-    installed = f"jax {version} (Pallas is part of jax)" if pallas else None
     triton = _found("jax.experimental.pallas.triton") and _found("jaxlib.triton")
-    if not pallas:
-        cpu_detail = "jax.experimental.pallas is missing from this jax"
-    else:
-        cpu_detail = "interpret mode (a debugging path: the kernel runs as XLA ops)"
     if triton:
         check = (
-            "lowers for cuda with Pallas' Triton backend (jaxlib's Triton dialect); "
-            "XLA compiles the kernel to a cubin only on a GPU"
+            "lowers for cuda here (Pallas' Triton backend, jaxlib's Triton dialect; "
+            "XLA compiles the cubin only on a GPU)"
         )
         if _at_least(version, (0, 11)):
-            check += "; JAX deprecates this backend since 0.11 (it warns)"
+            check += ", a backend JAX deprecates since 0.11"
     else:
-        check = "Pallas' Triton backend or jaxlib's Triton dialect is missing"
+        check = "no cuda lowering check: Pallas' Triton backend is missing"
     plugin = _cuda_plugin()
     mosaic = (
-        f"Mosaic GPU needs a GPU lowering context ({plugin})"
+        f"Mosaic GPU unused ({plugin})"
         if plugin
-        else "Mosaic GPU lowering needs the jax CUDA plugin (not installed)"
+        else "Mosaic GPU not lowerable (needs the jax CUDA plugin)"
     )
     return {
-        "backend": "pallas",
-        "installed": installed,
+        "installed": f"jax {version}" if pallas else None,
         "cpu_usable": pallas,
-        "cpu_detail": cpu_detail,
+        "cpu_detail": "interpret mode (a debugging path: the kernel runs as XLA ops)"
+        if pallas
+        else "jax.experimental.pallas is missing from this jax",
         "gpu_check": pallas and triton,
         "gpu_check_detail": f"{check}; {mosaic}",
         "gpu_usable": pallas and triton and gpu,
@@ -92,12 +89,24 @@ def pallas_gpu_report(gpu: bool) -> dict[str, Any]:
     }
 
 
-def pallas_backend_rows(gpu: bool) -> list[tuple[str, str, bool, str]]:
-    """The ``(backend, platform, usable, detail)`` rows of the backends table."""
-    report = pallas_gpu_report(gpu)
-    cpu_detail = report["cpu_detail"]
-    gpu_detail = report["gpu_detail" if report["gpu_check"] else "gpu_check_detail"]
+def pallas_rows(gpu: bool) -> list[tuple[str, str, bool, str]]:
+    """The Pallas ``(backend, platform, usable, detail)`` rows of ``polykernel info``.
+
+    Each detail says the installed version, why the row is usable or not and, for
+    ``gpu``, whether the CUDA lowering can be checked on this machine.
+
+    Example:
+        >>> [r[1] for r in pallas_rows(gpu=False)]
+        ['gpu', 'cpu']
+    """
+    r = pallas_gpu_report(gpu)
+    installed = r["installed"] or "not installed"
     return [
-        ("pallas", "cpu", report["cpu_usable"], cpu_detail),
-        ("pallas", "gpu/tpu", report["gpu_usable"], gpu_detail),
+        (
+            "pallas",
+            "gpu",
+            r["gpu_usable"],
+            f"{installed}; {r['gpu_detail']}; {r['gpu_check_detail']}",
+        ),
+        ("pallas", "cpu", r["cpu_usable"], f"{installed}; {r['cpu_detail']}"),
     ]

@@ -188,9 +188,12 @@ def _feed_function(hs: _Hasher, fn: pytypes.FunctionType, depth: int) -> None:
     hs.feed(dict(fn.__kwdefaults__ or {}), depth + 1)
     for cell in fn.__closure__ or ():
         try:
-            hs.feed(cell.cell_contents, depth + 1)
+            contents = cell.cell_contents
         except ValueError:  # an empty cell (a name bound later)
             hs.tag("<empty cell>")
+            continue
+        # outside the try: Unfingerprintable is a ValueError and must propagate
+        hs.feed(contents, depth + 1)
     for chain in sorted(_global_chains(fn.__code__)):
         hs.tag("global:" + ".".join(chain))
         hs.feed(_resolve(fn, chain), depth + 1)
