@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._jax_compat import lower_fun, unsharded_inputs
+from .lowering_platform import lowering_for
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
 from .sharding import partitioned, plan_for
@@ -98,14 +99,16 @@ def make_lowering_rule(
         entry = table.resolve(platform, backend)
         shard_plan = plan_for(ctx, outs, entry.backend, params)
         try:
-            kernel = call_generator(entry, outs, ctx.avals_in, params)
+            with lowering_for(platform):  # backends that emit per-platform calls
+                kernel = call_generator(entry, outs, ctx.avals_in, params)
 
-            def body(*xs: Any) -> list[Any]:
-                return _as_list(kernel(*xs), len(outs))
+                def body(*xs: Any) -> list[Any]:
+                    return _as_list(kernel(*xs), len(outs))
 
-            if shard_plan is not None:
-                body = partitioned(shard_plan, body)
-            return lower_fun(body, multiple_results=True)(unsharded_inputs(ctx), *args)
+                if shard_plan is not None:
+                    body = partitioned(shard_plan, body)
+                lowered = lower_fun(body, multiple_results=True)
+                return lowered(unsharded_inputs(ctx), *args)
         except KernelCompilationError:
             raise
         except Exception as err:
