@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._jax_compat import lower_fun, unsharded_inputs
-from .lowering_platform import lowering_for
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
+from .lowering_platform import lowering_for
 from .sharding import partitioned, plan_for
 
 __all__ = ["call_generator", "make_lowering_rule"]

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-__all__ = ["lowering_platform", "lowering_for"]
+__all__ = ["lowering_for", "lowering_platform"]
 
 _platform: ContextVar[str | None] = ContextVar("polykernel_lowering", default=None)
 

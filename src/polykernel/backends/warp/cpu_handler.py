@@ -82,8 +82,15 @@ def emit_warp_call(plan: KernelPlan, sig: Signature, entry: int, launch: Any):
     """
     from llvmlite import ir
 
-    from ...ffi.handler_ir.frame import I16, I32, I64, PTR, address, const
-    from ...ffi.handler_ir.frame import entry_alloca as alloca
+    from ...ffi.handler_ir.frame import (
+        I16,
+        I32,
+        I64,
+        PTR,
+        address,
+        const,
+        entry_alloca as alloca,
+    )
 
     attr_index = {name: i for i, (name, _d) in enumerate(sig.attrs)}
     size_at, mult_at, bounds_size = bounds_layout(plan.launch_ndim)

@@ -74,9 +74,9 @@ def launch_rank(kernel: Any) -> int:
 
 def cpu_target(owner: Any, sig: Signature, shapes: Any) -> tuple[str, dict]:
     """Register the handler for ``sig`` and return ``(target name, {})``."""
-    from .cpu_handler import build_cpu_handler
-
     import dataclasses
+
+    from .cpu_handler import build_cpu_handler
 
     module_exec, address, digest = load_cpu(owner.kernel)
     plan = dataclasses.replace(owner.plan, launch_ndim=launch_rank(owner.kernel))
@@ -94,4 +94,3 @@ def cpu_target(owner: Any, sig: Signature, shapes: Any) -> tuple[str, dict]:
     build_cpu_handler(target, sig, owner.name, plan, address, launch,
                       module_exec)  # fmt: skip
     return target, {}
-

@@ -40,10 +40,16 @@ def launch_spec(
 
     dtypes = [a.dtype for a in plan.arrays]
     all_shapes = [*shapes, *(tuple(o.shape) for o in outs)]
-    buffers = tuple(BufferSpec(d, tuple(s)) for d, s in zip(dtypes, all_shapes))
+    buffers = tuple(
+        BufferSpec(d, tuple(s)) for d, s in zip(dtypes, all_shapes, strict=True)
+    )
     dims = launch_dims if launch_dims is not None else array_shape(all_shapes[0])
     _, size, _ = fold_launch(dims, launch_ndim)
-    params, scalars, k = [struct_param(bounds_bytes(dims, launch_ndim))], dict(values), 0
+    params, scalars, k = (
+        [struct_param(bounds_bytes(dims, launch_ndim))],
+        dict(values),
+        0,
+    )
     for arg in plan.args:
         if arg.kind == "scalar":
             params.append(constant(scalars[arg.label], arg.dtype))

@@ -39,7 +39,6 @@ VMAP_METHODS = (None, "sequential", "sequential_unrolled", "expand_dims",
                 "broadcast_all")  # fmt: skip
 
 
-
 def warp_kernel(
     kernel: Any,
     outs: Any,
@@ -203,7 +202,10 @@ class WarpKernel:
                 )
         shapes = check_arrays(self.name, self.plan, args, self.out_specs)
         sig = Signature(
-            tuple((np.dtype(a.dtype).name, len(s)) for a, s in zip(args, shapes)),
+            tuple(
+                (np.dtype(a.dtype).name, len(s))
+                for a, s in zip(args, shapes, strict=True)
+            ),
             tuple((np.dtype(o.dtype).name, len(o.shape)) for o in self.out_specs),
             tuple((n, v.dtype.name) for n, v in values),
             half="bits",  # float16 buffers reach Warp as they are
