@@ -8,13 +8,22 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["has_cxx", "has_numba", "random_csr", "row_ids", "window_row_ids"]
+__all__ = [
+    "has_cxx", "has_numba", "has_warp", "random_csr", "row_ids", "window_row_ids",
+]  # fmt: skip
 
 
 @functools.cache
 def has_numba() -> bool:
     """True when numba can be imported (the ``numba`` backend is registered)."""
     return importlib.util.find_spec("numba") is not None
+
+
+@functools.cache
+def has_warp() -> bool:
+    """True when warp-lang and llvmlite are installed (the ``warp`` backend is
+    registered); found without importing either."""
+    return all(importlib.util.find_spec(m) is not None for m in ("warp", "llvmlite"))
 
 
 @functools.cache
