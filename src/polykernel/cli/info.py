@@ -132,7 +132,16 @@ def gather_info() -> dict[str, Any]:
             "tuned_defaults": str(defaults_path()),
         },
         "backends": _backends(gpu),
+        "gpu_backends": _gpu_backends(gpu),
     }
+
+
+def _gpu_backends(gpu: bool) -> list[dict[str, Any]]:
+    """Per GPU backend: version, usable on CPU here, GPU build check (one builder
+    per backend, each in its own module)."""
+    from .info_warp import warp_report
+
+    return [warp_report(gpu)]
 
 
 def _print_text(info: dict[str, Any]) -> None:
@@ -149,6 +158,12 @@ def _print_text(info: dict[str, Any]) -> None:
     for row in info["backends"]:
         mark = "yes" if row["usable"] else "no "
         print(f"  {row['backend']:<11} {row['platform']:<12} {mark}  {row['detail']}")
+    print("\nGPU backends (version; usable on CPU here; GPU build check):")
+    from .info_warp import print_warp_report
+
+    for row in info["gpu_backends"]:
+        if row["backend"] == "warp":
+            print_warp_report(row)
 
 
 def cmd_info(args: Any) -> int:
