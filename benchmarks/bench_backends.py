@@ -46,6 +46,7 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
 import polykernel as pk  # noqa: E402
+from polykernel.backends.warp.types import import_warp  # noqa: E402
 
 CHAIN = 100
 
@@ -88,7 +89,7 @@ def warp_ops(n: int) -> dict[str, Callable]:
         import warp as wp
     except ImportError:
         return {}
-    wp.config.quiet = True
+    import_warp()  # quiet, as polykernel sets it
 
     @wp.kernel
     def add_warp(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),

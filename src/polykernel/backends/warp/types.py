@@ -53,8 +53,18 @@ def import_warp() -> pytypes.ModuleType:
             "polykernel warp backend: the 'warp-lang' package is not installed "
             f"(import warp failed: {err}). Install it with: {INSTALL_HINT}"
         ) from err
-    warp.config.quiet = True  # no banner on stdout when Warp initialises
+    _quiet(warp)
     return warp
+
+
+def _quiet(warp: pytypes.ModuleType) -> None:
+    """No banner or per-module load lines on stdout (they would mix into the
+    output of our CLI and benchmarks); a level the user chose is kept."""
+    info, warning = getattr(warp, "LOG_INFO", None), getattr(warp, "LOG_WARNING", None)
+    if info is None or warning is None:  # older Warp: a boolean switch
+        warp.config.quiet = True
+    elif warp.config.log_level == info:  # Warp's default
+        warp.config.log_level = warning
 
 
 def _dtype_name(dtype: Any) -> str:
