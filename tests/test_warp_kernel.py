@@ -184,3 +184,37 @@ def test_call_errors_name_the_parameter_expected_and_got():
         f(X, Y, beta=1.0)
     with pytest.raises(ValueError, match="scalar 'alpha' is a traced value"):
         jax.jit(lambda a: f(X, Y, alpha=a))(1.0)
+
+
+CHILD = r"""
+import re, jax, jax.numpy as jnp, warp as wp
+import polykernel as pk
+
+@wp.kernel
+def twice(x: wp.array(dtype=wp.float32), out: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    out[i] = 2.0 * x[i]
+
+f = pk.warp_kernel(twice, jax.ShapeDtypeStruct((4,), jnp.float32))
+x = jnp.ones(4, jnp.float32)
+assert f(x).tolist() == [2.0] * 4
+print(re.search(r"pk_warp_[0-9a-f]{24}", jax.jit(f).lower(x).as_text()).group(0))
+"""
+
+
+@pytest.mark.slow
+def test_cpu_target_names_are_the_same_in_every_process(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    names = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, str(script)], env=env, text=True,
+                              capture_output=True, timeout=300)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        names.append(proc.stdout.strip().splitlines()[-1])
+    assert names[0] == names[1] and names[0].startswith("pk_warp_")
