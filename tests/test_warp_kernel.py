@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import typing
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -218,3 +220,32 @@ def test_cpu_target_names_are_the_same_in_every_process(tmp_path):
         assert proc.returncode == 0, proc.stderr[-2000:]
         names.append(proc.stdout.strip().splitlines()[-1])
     assert names[0] == names[1] and names[0].startswith("pk_warp_")
+
+
+@wp.kernel(module="unique")
+def _vec_array(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.float32)):
+    pass
+
+
+@wp.kernel(module="unique")
+def _vec_scalar(x: wp.array(dtype=wp.float32), v: wp.vec3,
+                out: wp.array(dtype=wp.float32)):  # fmt: skip
+    pass
+
+
+@wp.kernel(module="unique")
+def _generic(x: wp.array(dtype=typing.Any), out: wp.array(dtype=wp.float32)):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("kernel", "message"),
+    [
+        (_vec_array, "array parameter 'x' has dtype vec3"),
+        (_vec_scalar, "parameter 'v' has type"),
+        (_generic, "the kernel is generic"),
+    ],
+)
+def test_parameter_types_polykernel_cannot_pass_are_refused(kernel, message):
+    with pytest.raises(TypeError, match=message):
+        pk.warp_kernel(kernel, F32)
