@@ -13,7 +13,7 @@ SRC = """
 void add(const pk::Tensor& a, pk::Tensor const &b, pk::Tensor& out,
          float alpha, const int64_t n, unsigned int u, bool flag) {}
 void launch(const pk::Tensor& x, pk::Tensor& y, cudaStream_t stream, double s) {}
-void bad(pk::Tensor x, pk::Tensor& y) {}
+void bad(float* x, pk::Tensor& y) {}
 void noret(const pk::Tensor& x) {}
 """
 
@@ -81,7 +81,7 @@ def test_explicit_tokens_with_pins_and_untyped_attr():
         ({"f": ["arg", "ret", "stream", "stream"]}, "more than one 'stream'"),
         ({"add": ["arg", "ret"]}, "the spec has 2 tokens"),
         (["ghost"], "no 'void ghost\\(...\\)' definition found"),
-        (["bad"], "cannot infer a token for parameter 'pk::Tensor x'"),
+        (["bad"], "cannot infer a token for parameter 'float\\* x'"),
         (["noret"], "has no output"),
         (['x; system("rm")'], "is not a C identifier"),
         ([], "`functions` is empty"),

@@ -28,7 +28,7 @@ from typing import Any
 from ._jax_compat import lower_fun, unsharded_inputs
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
-from .lowering_platform import lowering_for
+from .platform_context import lowering_for
 from .sharding import partitioned, plan_for
 
 __all__ = ["call_generator", "make_lowering_rule"]
@@ -99,7 +99,9 @@ def make_lowering_rule(
         entry = table.resolve(platform, backend)
         shard_plan = plan_for(ctx, outs, entry.backend, params)
         try:
-            with lowering_for(platform):  # backends that emit per-platform calls
+            # Kernels whose callable differs per platform (Triton, Numba-CUDA: an
+            # emulator on cpu, a CUDA launch on gpu) read the platform from here.
+            with lowering_for(platform):
                 kernel = call_generator(entry, outs, ctx.avals_in, params)
 
                 def body(*xs: Any) -> list[Any]:
@@ -107,8 +109,9 @@ def make_lowering_rule(
 
                 if shard_plan is not None:
                     body = partitioned(shard_plan, body)
-                lowered = lower_fun(body, multiple_results=True)
-                return lowered(unsharded_inputs(ctx), *args)
+                return lower_fun(body, multiple_results=True)(
+                    unsharded_inputs(ctx), *args
+                )
         except KernelCompilationError:
             raise
         except Exception as err:

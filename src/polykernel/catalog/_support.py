@@ -9,14 +9,26 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "has_cxx", "has_numba", "has_warp", "random_csr", "row_ids", "window_row_ids",
-]  # fmt: skip
+    "has_cxx",
+    "has_numba",
+    "has_triton",
+    "has_warp",
+    "random_csr",
+    "row_ids",
+    "window_row_ids",
+]
 
 
 @functools.cache
 def has_numba() -> bool:
     """True when numba can be imported (the ``numba`` backend is registered)."""
     return importlib.util.find_spec("numba") is not None
+
+
+@functools.cache
+def has_triton() -> bool:
+    """True when Triton is installed (found, not imported: ``triton`` on gpu)."""
+    return importlib.util.find_spec("triton") is not None
 
 
 @functools.cache

@@ -16,6 +16,8 @@ Python-style negative-index handling from the inner loop (1.6x faster here) and 
 two partial sums to shorten the floating-point dependency chain. The C++ gather
 (``A @ v``) splits its rows over XLA's intra-op threads with ``pk::parallel_for``; the
 scatter (``A.T @ v``) stays serial, since two rows may add into the same entry.
+On the GPU, ``triton`` gathers one row per program (the transpose gathers over a CSC
+copy built with ``jnp``: no atomics, deterministic sums).
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ import numpy as np
 
 from .._jax_compat import Zero, is_undefined_primal
 from ..primitive import XLACustomKernel
-from ._support import has_cxx, has_numba, random_csr, row_ids, window_row_ids
+from ._support import (
+    has_cxx,
+    has_numba,
+    has_triton,
+    random_csr,
+    row_ids,
+    window_row_ids,
+)
 
 __all__ = ["csrmv", "csrmv_p"]
 
@@ -138,12 +147,22 @@ def _cpp_generator(outs: Any, transpose: bool, **kwargs: Any) -> Any:
     return lambda data, indices, indptr, v: fn(data, indices, indptr, v, outs=outs[0])
 
 
+def _triton_generator(
+    outs: Any, shape: tuple[int, int], transpose: bool, row_window=False, **kw: Any
+) -> Any:
+    from ._triton_kernels import csrmv_triton  # imports triton: only here
+
+    return csrmv_triton(outs, shape, transpose, row_window)
+
+
 csrmv_p = XLACustomKernel("polykernel.catalog.csrmv")
 csrmv_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
 if has_numba():
     csrmv_p.def_numba_kernel(_numba_generator, asdefault=True)
 if has_cxx():
     csrmv_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+if has_triton():
+    csrmv_p.def_triton_kernel(_triton_generator)
 csrmv_p.def_tags("csr", "float", "mv")
 
 

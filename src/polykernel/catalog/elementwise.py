@@ -2,9 +2,9 @@
 
 Backends: ``jax_raw``, ``numba`` (a serial loop: memory-bound, and thread start-up
 costs more than it saves at small sizes), ``cuda_raw`` on the CPU
-(C++ ``-O3``). Differentiable in both inputs: the tangent rules are plain
-``jnp`` expressions, so reverse mode needs no transpose rule. Batch-partitioned:
-sharded inputs are not gathered.
+(C++ ``-O3``), and ``triton`` on the GPU. Differentiable in both inputs: the tangent
+rules are plain ``jnp`` expressions, so reverse mode needs no transpose rule.
+Batch-partitioned: sharded inputs are not gathered.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..primitive import XLACustomKernel
-from ._support import has_cxx, has_numba
+from ._support import has_cxx, has_numba, has_triton
 
 __all__ = ["scaled_add", "scaled_add_p"]
 
@@ -62,12 +62,20 @@ def _cpp_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
     return lambda x, y: module.scaled_add(x, y, outs=outs[0], alpha=float(alpha))
 
 
+def _triton_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
+    from ._triton_kernels import scaled_add_triton  # imports triton: only here
+
+    return scaled_add_triton(outs, alpha)
+
+
 scaled_add_p = XLACustomKernel("polykernel.catalog.scaled_add")
 scaled_add_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
 if has_numba():
     scaled_add_p.def_numba_kernel(_numba_generator, asdefault=True)
 if has_cxx():
     scaled_add_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+if has_triton():
+    scaled_add_p.def_triton_kernel(_triton_generator)
 scaled_add_p.def_tags("elementwise", "float")
 
 

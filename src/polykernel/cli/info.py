@@ -15,7 +15,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cmd_info", "ffi_api_version", "gather_info", "register"]
+from .info_warp import warp_rows
+
+__all__ = ["cmd_info", "ffi_api_version", "gather_info", "register", "triton_rows"]
 
 
 def register(sub: Any, common: Any) -> None:
@@ -79,12 +81,8 @@ def _backends(gpu: bool) -> list[dict[str, Any]]:
     rows.append(("numba", "cpu", ok, why))
     ok, why = _package("numba-cuda", "numba_cuda", "numba-cuda")
     rows.append(("numba_cuda", "gpu", ok and gpu, why if not ok or gpu else no_gpu))
-    for dist, module, extra, name in (
-        ("warp-lang", "warp", "warp", "warp"),
-        ("triton", "triton", "triton", "triton"),
-    ):
-        ok, why = _package(dist, module, extra)
-        rows.append((name, "gpu", ok and gpu, why if not ok or gpu else no_gpu))
+    rows += warp_rows(gpu)
+    rows += triton_rows(gpu)
     pallas = importlib.util.find_spec("jax.experimental.pallas") is not None
     rows.append(("pallas", "gpu/tpu", pallas and gpu, "part of jax" if gpu else no_gpu))
     ok, why = _tool("find_host_compiler")
@@ -94,6 +92,34 @@ def _backends(gpu: bool) -> list[dict[str, Any]]:
     rows.append(("cuda_raw", "gpu", ok and gpu, why))
     keys = ("backend", "platform", "usable", "detail")
     return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def triton_rows(gpu: bool) -> list[tuple[str, str, bool, str]]:
+    """Triton's rows: its interpreter on CPU, and on GPU (compile check: ptxas).
+
+    Triton bundles ``ptxas``; when it is there, cubins can be compiled (and
+    checked) on a machine without a GPU. Triton itself is not imported.
+
+    Example:
+        >>> [row[:2] for row in triton_rows(gpu=False)]  # doctest: +SKIP
+        [('triton', 'cpu'), ('triton', 'gpu')]
+    """
+    ok, why = _package("triton", "triton", "triton")
+    if not ok:
+        return [("triton", "cpu", False, why), ("triton", "gpu", False, why)]
+    spec = importlib.util.find_spec("triton")
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    ptxas = any((Path(r) / "backends/nvidia/bin/ptxas").is_file() for r in roots)
+    compile_check = (
+        "cubins compile here (bundled ptxas)"
+        if ptxas
+        else ("no bundled ptxas: cannot compile cubins")
+    )
+    gpu_detail = f"{why}; {compile_check}" + ("" if gpu else "; no GPU visible to JAX")
+    return [
+        ("triton", "cpu", True, f"{why}; Triton's interpreter (tests, small inputs)"),
+        ("triton", "gpu", gpu, gpu_detail),
+    ]
 
 
 def gather_info() -> dict[str, Any]:
@@ -132,16 +158,7 @@ def gather_info() -> dict[str, Any]:
             "tuned_defaults": str(defaults_path()),
         },
         "backends": _backends(gpu),
-        "gpu_backends": _gpu_backends(gpu),
     }
-
-
-def _gpu_backends(gpu: bool) -> list[dict[str, Any]]:
-    """Per GPU backend: version, usable on CPU here, GPU build check (one builder
-    per backend, each in its own module)."""
-    from .info_warp import warp_report
-
-    return [warp_report(gpu)]
 
 
 def _print_text(info: dict[str, Any]) -> None:
@@ -158,12 +175,6 @@ def _print_text(info: dict[str, Any]) -> None:
     for row in info["backends"]:
         mark = "yes" if row["usable"] else "no "
         print(f"  {row['backend']:<11} {row['platform']:<12} {mark}  {row['detail']}")
-    print("\nGPU backends (version; usable on CPU here; GPU build check):")
-    from .info_warp import print_warp_report
-
-    for row in info["gpu_backends"]:
-        if row["backend"] == "warp":
-            print_warp_report(row)
 
 
 def cmd_info(args: Any) -> int:

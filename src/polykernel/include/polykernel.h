@@ -104,8 +104,10 @@ class Error : public std::exception {
 };
 
 // Dtype codes are XLA_FFI_DataType values.
+// (dtype() returns it; compare with pk::DType::Float32 / BE::DType::Float32, or
+// with the integer code.)
 enum class DType : int {
-  Bool = 1, Int8 = 2, Int16 = 3, Int32 = 4, Int64 = 5, UInt8 = 6, UInt16 = 7,
+  Invalid = 0, Bool = 1, Int8 = 2, Int16 = 3, Int32 = 4, Int64 = 5, UInt8 = 6, UInt16 = 7,
   UInt32 = 8, UInt64 = 9, Float16 = 10, Float32 = 11, Float64 = 12,
   Complex64 = 15, BFloat16 = 16, Complex128 = 18,
 };
@@ -131,6 +133,31 @@ inline const char* dtype_name(int code) {
   }
 }
 
+inline const char* dtype_name(DType code) { return dtype_name(static_cast<int>(code)); }
+// Integer comparisons keep code written against the numeric codes working.
+inline bool operator==(DType a, int b) { return static_cast<int>(a) == b; }
+inline bool operator==(int a, DType b) { return a == static_cast<int>(b); }
+inline bool operator!=(DType a, int b) { return !(a == b); }
+inline bool operator!=(int a, DType b) { return !(a == b); }
+
+// Bytes per element (0 for an unknown code).
+inline size_t dtype_size(DType code) {
+  switch (static_cast<int>(code)) {
+    case 1: case 2: case 6: return 1;
+    case 3: case 7: case 10: case 16: return 2;
+    case 4: case 8: case 11: return 4;
+    case 5: case 9: case 12: case 15: return 8;
+    case 18: return 16;
+    default: return 0;
+  }
+}
+
+// float16 / bfloat16 storage on the host (C++17 has no half type): 16 raw bits.
+// data_ptr<pk::float16_t>() is accepted for a float16 buffer (and bfloat16_t for
+// bfloat16); with "polykernel_half.h", data_ptr<__half>() / <__nv_bfloat16>() too.
+struct float16_t { uint16_t bits; };
+struct bfloat16_t { uint16_t bits; };
+
 namespace detail {
 template <typename T> struct dtype_of { static constexpr int value = -1; };
 template <> struct dtype_of<bool> { static constexpr int value = 1; };
@@ -146,6 +173,8 @@ template <> struct dtype_of<float> { static constexpr int value = 11; };
 template <> struct dtype_of<double> { static constexpr int value = 12; };
 template <> struct dtype_of<std::complex<float>> { static constexpr int value = 15; };
 template <> struct dtype_of<std::complex<double>> { static constexpr int value = 18; };
+template <> struct dtype_of<float16_t> { static constexpr int value = 10; };
+template <> struct dtype_of<bfloat16_t> { static constexpr int value = 16; };
 
 // printf into a fresh pk::Error (the message is copied, so a stack buffer is fine).
 PK_COLD PK_PRINTF(1, 2) inline Error format_error(const char* fmt, ...) {
@@ -245,20 +274,28 @@ class Tensor {
     return static_cast<uint16_t*>(data_);
   }
 
+  // The untyped pointer (the reference's data_ptr() / data()): no dtype check.
+  void* data_ptr() const { return data_; }
+  void* data() const { return data_; }
+
   int64_t ndim() const { return ndim_; }
-  int dtype() const { return dtype_; }
+  DType dtype() const { return static_cast<DType>(dtype_); }
   const char* dtype_str() const { return dtype_name(dtype_); }
+  size_t element_size() const { return dtype_size(static_cast<DType>(dtype_)); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
 
   // Extent of axis i; negative i counts from the end. Out of range throws.
-  int64_t shape(int64_t i) const {
-    int64_t j = i < 0 ? i + ndim_ : i;
-    if (j < 0 || j >= ndim_) {
-      throw detail::format_error("%s: shape(%lld) is out of range for rank %lld", where_,
-                                 static_cast<long long>(i),
-                                 static_cast<long long>(ndim_));
-    }
-    return dims_[j];
+  int64_t shape(int64_t i) const { return dims_[axis(i, "shape")]; }
+  int64_t size(int64_t i) const { return dims_[axis(i, "size")]; }
+  const int64_t* shape_ptr() const { return dims_; }
+
+  // Row-major stride of axis i in elements (XLA buffers here are dense).
+  int64_t stride(int64_t i) const {
+    int64_t s = 1;
+    for (int64_t k = axis(i, "stride") + 1; k < ndim_; ++k) s *= dims_[k];
+    return s;
   }
+  bool is_contiguous() const { return true; }
 
   int64_t numel() const {
     int64_t n = 1;
@@ -267,12 +304,36 @@ class Tensor {
   }
 
  private:
+  int64_t axis(int64_t i, const char* what) const {
+    int64_t j = i < 0 ? i + ndim_ : i;
+    if (j < 0 || j >= ndim_) {
+      throw detail::format_error("%s: %s(%lld) is out of range for rank %lld", where_,
+                                 what, static_cast<long long>(i),
+                                 static_cast<long long>(ndim_));
+    }
+    return j;
+  }
+
   void* data_;
   int dtype_;
   int64_t ndim_;
   const int64_t* dims_;
   const char* where_;
 };
+
+namespace detail {
+// The `stream` argument the generated handler passes: it converts to the parameter
+// type the kernel declares, cudaStream_t (polykernel's spelling) or int64_t (the
+// reference's, cast back to cudaStream_t in the body).
+struct StreamArg {
+  void* stream;
+#ifdef __CUDACC__
+  operator cudaStream_t() const { return static_cast<cudaStream_t>(stream); }
+#endif
+  operator int64_t() const { return static_cast<int64_t>(reinterpret_cast<intptr_t>(stream)); }
+  operator void*() const { return stream; }
+};
+}  // namespace detail
 
 }  // namespace pk
 
@@ -288,5 +349,6 @@ class Tensor {
 
 #include "polykernel_ffi.h"
 #include "polykernel_parallel.h"
+#include "polykernel_be.h"
 
 #endif  // POLYKERNEL_H_

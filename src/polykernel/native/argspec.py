@@ -11,6 +11,12 @@ token                  C++ parameter
 ``attr.<name>:<type>`` a plain scalar, passed as the keyword ``<name>=``
 =====================  ======================================================
 
+The reference's spelling is accepted too: ``const BE::Tensor x`` (by value) is an
+input, ``BE::Tensor out`` an output, and ``int64_t stream`` the CUDA stream.
+A buffer token must agree with the parameter's constness: ``ret`` for a ``const``
+tensor (the kernel could not write its output) or ``arg`` for a ``pk::Tensor&``
+(an input bound to a writable reference) is rejected before compiling.
+
 A buffer token may pin the dtype and the rank the function expects:
 ``"arg:float32"``, ``"ret:int32[2]"`` (rank 2) or ``"arg[0]"`` (any dtype, rank 0).
 The generated wrapper then rejects other buffers before the function runs. Without a
@@ -28,6 +34,8 @@ from dataclasses import dataclass
 
 from ..errors import KernelRegistrationError, KernelTypeError
 from ..ffi.abi import DTYPE_CODES
+from .annotations import discover, macro_parameters
+from .signature import ATTR_TYPES, classify, find_signature, scalar_type, strip_comments
 from .tokens import normalize_tokens
 
 __all__ = [
@@ -39,42 +47,8 @@ __all__ = [
     "resolve_specs",
 ]
 
-# Attribute type -> C++ type. (XLA's typed FFI decodes exactly these scalars.)
-ATTR_TYPES: dict[str, str] = {
-    "bool": "bool",
-    "int8": "int8_t",
-    "int16": "int16_t",
-    "int32": "int32_t",
-    "int64": "int64_t",
-    "uint8": "uint8_t",
-    "uint16": "uint16_t",
-    "uint32": "uint32_t",
-    "uint64": "uint64_t",
-    "float32": "float",
-    "float64": "double",
-}
-
 # Buffer dtype -> XLA_FFI_DataType code: the one table lives with the FFI ABI.
 BUFFER_DTYPES: dict[str, int] = dict(DTYPE_CODES)
-
-# C++ scalar spelling -> attribute type, used when inferring a spec.
-_CPP_SCALARS: dict[str, str] = {
-    **{cpp: name for name, cpp in ATTR_TYPES.items()},
-    **{f"std::{cpp}": name for name, cpp in ATTR_TYPES.items() if cpp.endswith("_t")},
-    "int": "int32",
-    "unsigned": "uint32",
-    "unsigned int": "uint32",
-    "long": "int64",
-    "long long": "int64",
-    "unsigned long": "uint64",
-    "unsigned long long": "uint64",
-    "size_t": "uint64",
-    "std::size_t": "uint64",
-    "short": "int16",
-    "char": "int8",
-    "signed char": "int8",
-    "unsigned char": "uint8",
-}
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
@@ -154,7 +128,7 @@ def check_module_name(name: object) -> str:
 def resolve_specs(
     module: str,
     source: str,
-    functions: Mapping[str, Sequence[str]] | Iterable[str] | str,
+    functions: Mapping[str, Sequence[str]] | Iterable[str] | str | None,
     platform: str,
 ) -> tuple[FunctionSpec, ...]:
     """Turn the user's ``functions`` argument into checked specs.
@@ -162,7 +136,8 @@ def resolve_specs(
     Args:
         module: module name, for messages.
         source: the user's C++/CUDA source (searched for ``void f(...)`` signatures).
-        functions: ``{"f": ["arg", "ret", ...]}``, or names whose spec is inferred.
+        functions: ``{"f": ["arg", "ret", ...]}``, names whose spec is inferred, or
+            ``None``: the functions marked ``// @pk f`` / ``// @BE f`` in the source.
         platform: ``"cpu"`` or ``"cuda"``; ``stream`` is only valid for ``"cuda"``.
 
     Raises:
@@ -174,8 +149,16 @@ def resolve_specs(
         >>> resolve_specs("m", src, ["f"], "cpu")[0].tokens()
         ['arg', 'ret', 'attr.a:float32']
     """
+    if functions is None:
+        functions = discover(module, source)
     if isinstance(functions, str):
         functions = [functions]
+    if not isinstance(functions, Mapping | Iterable):
+        raise KernelTypeError(
+            f"polykernel.native module '{module}': `functions` must be a dict "
+            "{'name': [tokens]}, a list of names or None (got "
+            f"{type(functions).__name__}); e.g. functions=['vector_add']."
+        )
     items = (
         list(functions.items())
         if isinstance(functions, Mapping)
@@ -186,7 +169,7 @@ def resolve_specs(
             f"polykernel.native module '{module}': `functions` is empty; list the C++ "
             "functions to export, e.g. functions=['vector_add']."
         )
-    clean = _strip_comments(source)
+    clean = strip_comments(source)
     specs = []
     for fname, tokens in items:
         where = f"polykernel.native module '{module}', function {fname!r}"
@@ -194,7 +177,9 @@ def resolve_specs(
             raise KernelRegistrationError(
                 f"{where}: the name is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)."
             )
-        signature = _find_signature(clean, fname)
+        signature = find_signature(clean, fname)
+        if signature is None:
+            signature = macro_parameters(source, fname)
         if tokens is None:
             if signature is None:
                 raise KernelRegistrationError(
@@ -202,11 +187,19 @@ def resolve_specs(
                     "so its spec cannot be inferred. Define it, or pass an explicit "
                     f"spec: functions={{'{fname}': ['arg', 'ret', ...]}}."
                 )
-            params = tuple(_infer_param(where, p) for p in signature)
+            params = tuple(_infer_param(where, p, platform) for p in signature)
         else:
             if isinstance(tokens, str):
                 tokens = [tokens]
+            if not isinstance(tokens, Iterable):
+                raise KernelTypeError(
+                    f"{where}: the spec must be a list of tokens such as ['arg', "
+                    f"'ret'] (got {type(tokens).__name__})."
+                )
             params = _parse_tokens(where, normalize_tokens(tokens), signature)
+            if signature is not None:
+                for i, (param, decl) in enumerate(zip(params, signature, strict=True)):
+                    _check_agrees(where, i, param, decl, platform)
         spec = FunctionSpec(fname, params)
         _check_spec(where, spec, platform)
         specs.append(spec)
@@ -247,7 +240,7 @@ def _parse_tokens(
             )
         name, atype = m.groups()
         if atype is None and signature is not None:
-            atype = _scalar_type(signature[i])
+            atype = scalar_type(signature[i])
         if atype is None:
             raise KernelRegistrationError(
                 f"{where}: token {tok!r} has no type and none can be read from the "
@@ -290,50 +283,43 @@ def _check_spec(where: str, spec: FunctionSpec, platform: str) -> None:
         )
 
 
-def _strip_comments(source: str) -> str:
-    source = re.sub(r"/\*.*?\*/", " ", source, flags=re.S)
-    return re.sub(r"//[^\n]*", " ", source)
-
-
-def _find_signature(source: str, fname: str) -> list[str] | None:
-    """Parameters (as text) of the first ``void fname(...)`` in ``source``."""
-    m = re.search(rf"\bvoid\s+{re.escape(fname)}\s*\(([^)]*)\)", source)
-    if m is None:
-        return None
-    text = " ".join(m.group(1).split())
-    if text in ("", "void"):
-        return []
-    return [p.strip() for p in text.split(",")]
-
-
-def _scalar_type(param: str) -> str | None:
-    decl = re.sub(r"=.*$", "", param).strip()
-    decl = re.sub(r"\bconst\b", " ", decl)
-    decl = " ".join(decl.split())
-    m = re.match(r"(.*?)\s*\b([A-Za-z_]\w*)$", decl)
-    if m is None:
-        return None
-    return _CPP_SCALARS.get(m.group(1).strip())
-
-
-def _infer_param(where: str, param: str) -> Param:
-    decl = " ".join(re.sub(r"=.*$", "", param).split())
-    m = re.search(r"([A-Za-z_]\w*)$", decl)
-    pname = m.group(1) if m else None
-    head = decl[: m.start()].strip() if m else decl
-    head = head.replace("::pk::", "pk::").replace(" &", "&").replace("& ", "&")
-    if head in ("const pk::Tensor&", "pk::Tensor const&"):
+def _infer_param(where: str, param: str, platform: str) -> Param:
+    kind, pname = classify(param, platform)
+    if kind.startswith("const-"):
         return Param("arg", pname)
-    if head == "pk::Tensor&":
+    if kind.startswith("mutable-"):
         return Param("ret", pname)
-    if head in ("cudaStream_t", "const cudaStream_t"):
+    if kind == "stream":
         return Param("stream", pname)
-    scalar = _scalar_type(param)
-    if scalar is not None:
-        return Param("attr", pname, scalar)
+    if kind == "scalar":
+        return Param("attr", pname, scalar_type(param))
     raise KernelRegistrationError(
         f"{where}: cannot infer a token for parameter {param!r}; expected "
         "'const pk::Tensor& x' (input), 'pk::Tensor& y' (output), "
-        "'cudaStream_t s' (stream) or a scalar such as 'float alpha' (attribute), "
-        "or pass an explicit spec."
+        "'cudaStream_t s' (stream) or a scalar such as 'float alpha' (attribute) "
+        "(or the reference's 'const BE::Tensor x', 'BE::Tensor out', "
+        "'int64_t stream'), or pass an explicit spec."
     )
+
+
+def _check_agrees(where: str, i: int, p: Param, decl: str, platform: str) -> None:
+    """Reject a token that contradicts its C++ parameter (before nvcc/g++ would)."""
+    kind, pname = classify(decl, platform)
+    tensor = kind.endswith("-ref") or kind.endswith("-value")
+    expected = None
+    if p.kind == "ret" and kind.startswith("const-"):
+        expected = "'arg' (a const tensor is an input), or drop the 'const' if the "
+        expected += "function writes it"
+    elif p.kind == "arg" and kind == "mutable-ref":
+        expected = "'ret' (a non-const pk::Tensor& is an output), or declare it "
+        expected += "'const pk::Tensor&' if the function only reads it"
+    elif p.kind in ("arg", "ret") and kind in ("stream", "scalar"):
+        expected = "'stream'" if kind == "stream" else f"'attr.{pname}'"
+        expected += " (the parameter is not a tensor)"
+    elif p.kind in ("attr", "stream") and tensor:
+        expected = "'arg' or 'ret' (the parameter is a tensor)"
+    if expected is not None:
+        raise KernelRegistrationError(
+            f"{where}: parameter {i} '{pname}' is declared {decl!r} but its token is "
+            f"{p.token()!r}; expected {expected}."
+        )

@@ -8,9 +8,10 @@ query (API version of the headers, traits: CUDA handlers are command-buffer
 compatible unless ``allow_cuda_graph=False``), checks the frame (counts, the pinned
 dtype and rank of every buffer, attribute names and scalar types), wraps each buffer
 in a ``pk::Tensor`` (whose ``data_ptr<T>()`` checks the dtype again at use), passes
-the stream, calls the user's function and turns any C++ exception into an FFI error
-that carries its message. The checks live in the handler, so calling the target
-through a raw ``jax.ffi.ffi_call`` is exactly as safe as calling the module.
+the stream (as ``cudaStream_t`` or the reference's ``int64_t``), calls the user's
+function and turns any C++ exception into an FFI error that carries its message.
+The checks live in the handler, so calling the target through a raw
+``jax.ffi.ffi_call`` is exactly as safe as calling the module.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def _handler(module: str, spec: FunctionSpec, traits: str) -> str:
             call.append(f"t_{var}")
             n_arg, n_ret = n_arg + (p.kind == "arg"), n_ret + (p.kind == "ret")
         elif p.kind == "stream":
-            call.append("static_cast<cudaStream_t>(stream)")
+            call.append("::pk::detail::StreamArg{stream}")
         else:
             call.append(attr_vars[p.name])
     body += attr_lines

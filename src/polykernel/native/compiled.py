@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import KernelLoadError, KernelLookupError
+from ..errors import KernelLoadError, KernelLookupError, KernelTypeError
 from .codegen import handler_symbol
 
 __all__ = ["CompiledModule", "load_library"]
@@ -68,11 +68,24 @@ class CompiledModule:
     def __init__(
         self, so_path: str | os.PathLike, function_names: Sequence[str]
     ) -> None:
+        if not isinstance(so_path, str | os.PathLike):
+            raise KernelTypeError(
+                f"CompiledModule: so_path must be the shared library's path (str or "
+                f"os.PathLike), got {type(so_path).__name__} {so_path!r}."
+            )
+        names = _iterable(function_names)
+        if isinstance(function_names, str) or not all(
+            isinstance(n, str) for n in names
+        ):
+            raise KernelTypeError(
+                "CompiledModule: function_names must be a list of function names "
+                f"(str), got {type(function_names).__name__} {function_names!r}."
+            )
         self.name = Path(so_path).stem
         self.library = str(so_path)
         self._handle = load_library(so_path)
         self.functions: dict[str, Any] = {}
-        for fname in function_names:
+        for fname in names:
             self.functions[fname] = _resolve_handler(self._handle, self.library, fname)
 
     @property
@@ -134,3 +147,11 @@ def _resolve_handler(handle: ctypes.CDLL, library: str, fname: str) -> Any:
         f"{tried}). Was it built by load_cpp_*/load_cuda_* with {fname!r} listed in "
         "`functions`?"
     )
+
+
+def _iterable(value: object) -> Sequence:
+    """``value`` as a list when it is iterable, else a list holding it (a bad item)."""
+    try:
+        return list(value)  # type: ignore[call-overload]
+    except TypeError:
+        return [value]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -28,9 +29,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from ..errors import CompilationError, ToolchainError
+from ..cuda_arch import normalize_arch
+from ..errors import (
+    CompilationError,
+    HostCompilerIncompatibleError,
+    KernelRegistrationError,
+    KernelTypeError,
+    UnsupportedArchError,
+)
 
-__all__ = ["CompileOptions", "build_command", "include_dirs", "run_compiler"]
+__all__ = [
+    "CompileOptions",
+    "build_command",
+    "classify_failure",
+    "include_dirs",
+    "run_compiler",
+]
 
 _MAX_MESSAGE_OUTPUT = 8000
 
@@ -79,10 +93,54 @@ class CompileOptions:
                 value = [value]
             if isinstance(value, list | tuple):
                 object.__setattr__(self, f.name, tuple(str(v) for v in value))
-        if str(self.optimization) not in ("0", "1", "2", "3", "s", "fast"):
-            raise ToolchainError(
-                f"polykernel.native: CompileOptions(optimization={self.optimization!r})"
-                " is not valid; expected 0, 1, 2, 3 or 's'."
+        self._check()
+
+    def _check(self) -> None:
+        """Wrong types are TypeErrors, bad values ValueErrors; both name the field."""
+        where = "polykernel.native: CompileOptions"
+        if isinstance(self.optimization, bool) or str(self.optimization) not in (
+            "0",
+            "1",
+            "2",
+            "3",
+            "s",
+            "fast",
+        ):
+            raise KernelRegistrationError(
+                f"{where}(optimization={self.optimization!r}) is not valid; expected "
+                "0, 1, 2, 3 or 's'."
+            )
+        if not isinstance(self.fast_math, bool):
+            raise KernelTypeError(
+                f"{where}(fast_math={self.fast_math!r}) is not valid; expected True "
+                "or False."
+            )
+        for name in ("extra_cflags", "include_paths", "ldflags", "cuda_arch"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                raise KernelTypeError(
+                    f"{where}({name}={value!r}) is not valid; expected a list of "
+                    "strings."
+                )
+        for arch in self.cuda_arch or ():
+            normalize_arch(arch)  # UnsupportedArchError (a ValueError) names it
+        for name in ("compiler", "nvcc"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise KernelTypeError(
+                    f"{where}({name}={value!r}) is not valid; expected a path string "
+                    "or None."
+                )
+        timeout = self.timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise KernelTypeError(
+                f"{where}(timeout={timeout!r}) is not valid; expected seconds as a "
+                "number."
+            )
+        if not timeout > 0:
+            raise KernelRegistrationError(
+                f"{where}(timeout={timeout!r}) is not valid; expected a positive "
+                "number of seconds."
             )
 
 
@@ -148,14 +206,16 @@ def build_command(
 
 
 def run_compiler(
-    module: str, cmd: list[str], source_path: Path, timeout: float
+    module: str, cmd: list[str], source_path: Path, timeout: float, echo: bool = False
 ) -> float:
-    """Run ``cmd``; return seconds taken.
+    """Run ``cmd``; return seconds taken. ``echo`` prints the command and output.
 
     Raises:
         CompilationError: non-zero exit or timeout; carries the compiler's output,
             the command and the path of the kept source.
     """
+    if echo:
+        print(f"polykernel.native module '{module}': {shlex.join(cmd)}", flush=True)
     start = time.perf_counter()
     env = dict(os.environ)
     env.setdefault("LC_ALL", "C")  # stable, English compiler messages
@@ -179,6 +239,8 @@ def run_compiler(
             command=cmd,
         ) from err
     output = _text(proc.stdout) + _text(proc.stderr)
+    if echo and output:
+        print(output, end="" if output.endswith("\n") else "\n", flush=True)
     if proc.returncode != 0:
         shown = output[-_MAX_MESSAGE_OUTPUT:]
         raise CompilationError(
@@ -202,3 +264,39 @@ def keep_failed(build_dir: Path, failed_dir: Path) -> None:
     """Move a failed build's directory to ``failed_dir`` (replacing an older one)."""
     shutil.rmtree(failed_dir, ignore_errors=True)
     os.replace(build_dir, failed_dir)
+
+
+def classify_failure(err: CompilationError) -> CompilationError:
+    """The reference's finer class for a compiler failure whose remedy is known.
+
+    An architecture nvcc does not support -> ``UnsupportedArchError``; a host
+    compiler nvcc refuses -> ``HostCompilerIncompatibleError``; a failure at link
+    time keeps ``CompilationError`` with ``stage="link"``.
+    """
+    low = err.output.lower()
+    command = shlex.join(err.command) if isinstance(err.command, list) else err.command
+    if "unsupported gpu architecture" in low:
+        return UnsupportedArchError(
+            "polykernel.native: nvcc does not support the requested GPU "
+            "architecture. Pin one it supports (compute_capability='sm_80' for "
+            "load_cuda_*, gpu_arch=... for CUDABackend, or "
+            "polykernel.config.set_compute_capability('8.0')), or upgrade the CUDA "
+            f"toolkit.\nCompiler output:\n{err.output[-4000:]}",
+            compiler_output=err.output,
+            command=command,
+            stage=err.stage,
+        )
+    if "unsupported gnu version" in low or "-allow-unsupported-compiler" in low:
+        return HostCompilerIncompatibleError(
+            "polykernel.native: nvcc rejects the host C++ compiler's version. "
+            "Install a gcc/clang this CUDA supports and set CXX to it (or pass "
+            "CompileOptions(compiler=...) / toolchain=...).\nCompiler output:\n"
+            f"{err.output[-4000:]}",
+            output=err.output,
+            command=err.command,
+            source_path=err.source_path,
+            stage=err.stage,
+        )
+    if "undefined reference" in low or "ld returned" in low or "ld: " in low:
+        err.stage = "link"
+    return err

@@ -19,14 +19,12 @@ from typing import Any
 
 from ..errors import (
     CompilationError,
-    HostCompilerIncompatibleError,
     KernelRegistrationError,
     KernelToolchainError,
     KernelTypeError,
-    UnsupportedArchError,
     UnsupportedFeatureError,
 )
-from .compiler import CompileOptions, build_command, run_compiler
+from .compiler import CompileOptions, build_command, classify_failure, run_compiler
 from .toolchain import find_host_compiler, find_nvcc, normalize_arch
 
 __all__ = ["CPPBackend", "CUDABackend", "CompilerBackend", "HIPBackend", "so_ext"]
@@ -92,6 +90,31 @@ def _reject_unknown(where: str, kwargs: dict[str, Any]) -> None:
         )
 
 
+def _check_inputs(where: str, source: object, paths: dict, lists: dict) -> None:
+    """Wrong argument types as our TypeError naming the argument, before any work."""
+    if not isinstance(source, str):
+        raise KernelTypeError(
+            f"{where}.compile_source: source must be the source text (str), got "
+            f"{type(source).__name__}."
+        )
+    for name, value in paths.items():
+        if not isinstance(value, str | os.PathLike):
+            raise KernelTypeError(
+                f"{where}.compile_source: {name} must be a path (str or os.PathLike), "
+                f"got {type(value).__name__} {value!r}."
+            )
+    for name, value in lists.items():
+        if value is not None and (
+            isinstance(value, str)
+            or not isinstance(value, list | tuple)
+            or not all(isinstance(v, str) for v in value)
+        ):
+            raise KernelTypeError(
+                f"{where}.compile_source: {name} must be a list of strings or None, "
+                f"got {type(value).__name__} {value!r}."
+            )
+
+
 def _check_level(where: str, level: object) -> int:
     if isinstance(level, bool) or level not in (0, 1, 2, 3):
         raise KernelRegistrationError(
@@ -124,35 +147,8 @@ def _compile(
     try:
         run_compiler(where, cmd, src, options.timeout)
     except CompilationError as err:
-        raise _classify(err) from err
+        raise classify_failure(err) from err
     return str(output_path)
-
-
-def _classify(err: CompilationError) -> CompilationError | UnsupportedArchError:
-    """The reference's finer classes for the two failures with a known remedy."""
-    low = err.output.lower()
-    command = shlex.join(err.command) if isinstance(err.command, list) else err.command
-    if "unsupported gpu architecture" in low:
-        return UnsupportedArchError(
-            "polykernel.native: nvcc does not support the requested GPU "
-            "architecture. Pin one it supports with "
-            "polykernel.config.set_compute_capability('8.0') (or gpu_arch=...), or "
-            f"upgrade the CUDA toolkit.\nCompiler output:\n{err.output[-4000:]}",
-            compiler_output=err.output,
-            command=command,
-            stage=err.stage,
-        )
-    if "unsupported gnu version" in low or "-allow-unsupported-compiler" in low:
-        return HostCompilerIncompatibleError(
-            "polykernel.native: nvcc rejects the host C++ compiler's version. "
-            "Install a gcc/clang this CUDA supports and set CXX to it (or pass "
-            f"toolchain=...).\nCompiler output:\n{err.output[-4000:]}",
-            output=err.output,
-            command=err.command,
-            source_path=err.source_path,
-            stage=err.stage,
-        )
-    return err
 
 
 class CPPBackend(CompilerBackend):
@@ -193,6 +189,16 @@ class CPPBackend(CompilerBackend):
             CompilationError: the compiler failed (its output is in the message).
         """
         _reject_unknown("CPPBackend", kwargs)
+        _check_inputs(
+            "CPPBackend",
+            source,
+            {"output_path": output_path, "build_dir": build_dir},
+            {
+                "extra_cflags": extra_cflags,
+                "extra_ldflags": extra_ldflags,
+                "extra_include_paths": extra_include_paths,
+            },
+        )
         options = CompileOptions(
             optimization=_check_level("CPPBackend", optimization_level),
             fast_math=use_fast_math,
@@ -242,6 +248,16 @@ class CUDABackend(CompilerBackend):
             CompilationError: any other compiler failure.
         """
         _reject_unknown("CUDABackend", kwargs)
+        _check_inputs(
+            "CUDABackend",
+            source,
+            {"output_path": output_path, "build_dir": build_dir},
+            {
+                "extra_cuda_cflags": extra_cuda_cflags,
+                "extra_ldflags": extra_ldflags,
+                "extra_include_paths": extra_include_paths,
+            },
+        )
         arch_list = [gpu_arch] if isinstance(gpu_arch, str) else list(gpu_arch)
         arches = tuple(normalize_arch(a) for a in arch_list)
         options = CompileOptions(

@@ -11,15 +11,13 @@ same cache, same registration, same returned module.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import KernelSourceNotFoundError, KernelTypeError
-from .compiler import CompileOptions
-from .loader import load_cuda_inline
+from .loader import load_source
 from .module import NativeModule
 
 __all__ = ["collect_sources", "load_cuda_dir"]
@@ -34,6 +32,11 @@ def collect_sources(
         KernelSourceNotFoundError: the directory is missing or nothing matches.
         KernelTypeError: ``file_patterns`` is not a list of strings.
     """
+    if not isinstance(directory, str | os.PathLike):
+        raise KernelTypeError(
+            f"load_cuda_dir: directory must be a path (str or os.PathLike), got "
+            f"{type(directory).__name__} {directory!r}."
+        )
     root = Path(directory)
     patterns = ["*.cu"] if file_patterns is None else file_patterns
     if isinstance(patterns, str) or not all(isinstance(p, str) for p in patterns):
@@ -72,10 +75,12 @@ def load_cuda_dir(
     Args:
         directory: Directory holding the sources (headers included from them are
             found there too).
-        functions: As for :func:`load_cuda_inline`.
+        functions: As for :func:`load_cuda_inline`; ``None`` exports the functions
+            marked ``// @pk name`` / ``// @BE name`` in the sources.
         name: Module name; default: the directory's name.
         file_patterns: Glob patterns of the sources, default ``["*.cu"]``.
-        **kwargs: Passed to :func:`load_cuda_inline` (``options=``, ...).
+        **kwargs: The keywords of :func:`load_cuda_inline` (``options=``,
+            ``compute_capability=``, ...).
 
     Returns:
         The loaded module, as :func:`load_cuda_inline` returns it.
@@ -88,16 +93,10 @@ def load_cuda_dir(
     """
     files = collect_sources(directory, file_patterns)
     source = "\n".join(f'#line 1 "{_c_string(path)}"\n{text}' for path, text in files)
-    options = kwargs.pop("options", None) or CompileOptions()
-    if not isinstance(options, CompileOptions):
-        raise KernelTypeError(
-            f"load_cuda_dir: options must be a CompileOptions (got "
-            f"{type(options).__name__})."
-        )
-    includes = (str(Path(directory).resolve()), *options.include_paths)
-    options = dataclasses.replace(options, include_paths=includes)
     module_name = name if name is not None else Path(directory).resolve().name
-    return load_cuda_inline(module_name, source, functions, options=options, **kwargs)
+    return load_source(
+        "load_cuda_dir", "cuda", source, module_name, functions, kwargs, directory
+    )
 
 
 def _c_string(path: Path) -> str:

@@ -127,12 +127,12 @@ def register_ffi_target(
 
 def _loader_targets() -> dict[str, tuple[str, str, str]]:
     """Targets ``load_*`` registered: name -> (content, function, platform)."""
-    from . import loader
+    from . import pipeline
 
     found: dict[str, tuple[str, str, str]] = {}
-    with loader._lock:
-        modules = list(loader._modules.values())
-        public = dict(loader._public)
+    with pipeline._lock:
+        modules = list(pipeline._modules.values())
+        public = dict(pipeline._public)
     for module in modules:
         platform = "CUDA" if module.platform == "cuda" else "cpu"
         for fname, fn in module.functions.items():

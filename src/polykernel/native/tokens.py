@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..errors import KernelTypeError
+
 __all__ = ["normalize_tokens"]
 
 _ALIASES = {"args": "arg", "rets": "ret", "ctx.stream": "stream"}
@@ -34,6 +36,11 @@ def normalize_tokens(tokens: Iterable[object]) -> list:
     """
     if isinstance(tokens, str):
         tokens = [tokens]  # one token, not its characters
+    if not isinstance(tokens, Iterable):
+        raise KernelTypeError(
+            "normalize_tokens: tokens must be a list of arg_spec tokens such as "
+            f"['arg', 'ret'], got {type(tokens).__name__} {tokens!r}."
+        )
     result = []
     for token in tokens:
         if isinstance(token, str):

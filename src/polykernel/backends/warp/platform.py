@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from ...lowering_platform import lowering_platform
+from ...platform_context import current_platform as _current
 
 __all__ = ["current_platform"]
 
 
 def current_platform() -> str:
-    """``"cpu"`` or ``"gpu"`` (JAX's ``cuda``/``rocm`` backends are ``"gpu"``)."""
-    platform = lowering_platform()
-    if platform is None:
-        import jax
-
-        platform = jax.default_backend()
-    return "cpu" if platform == "cpu" else "gpu"
+    """``"cpu"`` or ``"gpu"``: Warp runs on its CPU device or on CUDA (JAX's
+    ``cuda``/``rocm`` backends both mean the GPU path)."""
+    return "cpu" if _current() == "cpu" else "gpu"
