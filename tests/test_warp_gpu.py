@@ -104,6 +104,22 @@ def test_registers_with_the_native_launcher_and_lowers_for_cuda():
     assert re.search(r"pk_warp_[0-9a-f]{24}", cpu_text)  # CPU: our handler
 
 
+@pytest.mark.slow
+def test_each_scalar_value_gets_its_own_launch_template():
+    from polykernel.platform_context import lowering_for
+
+    f = pk.warp_kernel(saxpy, jax.ShapeDtypeStruct((N,), jnp.float32))
+    x = jax.ShapeDtypeStruct((N,), jnp.float32)
+
+    def kernel_id(alpha):
+        with lowering_for("gpu"):  # what XLACustomKernel sets for its gpu lowering
+            fn = jax.jit(lambda a, b: f(a, b, alpha=alpha))
+            text = fn.trace(x, x).lower(lowering_platforms=("cuda",)).as_text()
+        return re.search(r'kernel = "(pkgpu_[0-9a-f]{32})"', text).group(1)
+
+    assert kernel_id(2.0) == kernel_id(2.0) != kernel_id(3.0)
+
+
 @pytest.mark.gpu
 def test_launches_on_a_gpu():
     gpu = jax.devices("gpu")[0]

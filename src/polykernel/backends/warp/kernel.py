@@ -212,7 +212,9 @@ class WarpKernel:
             aliases=tuple(sorted(self.aliases.items())),
         )
         platform = current_platform()
-        key = (platform, sig, tuple(shapes))
+        # On CUDA the scalars are baked into the launch template: part of the key.
+        baked = () if platform == "cpu" else tuple((n, v.item()) for n, v in values)
+        key = (platform, sig, tuple(shapes), baked)
         found = self._targets.get(key)
         if found is None:
             if platform == "cpu":
