@@ -3,6 +3,7 @@
 #   make test      - create the virtualenv, install polykernel with its test extras, run the tests
 # and, for the support matrix and GPU machines:
 #   make test JAX=0.11   - the same on the newest JAX 0.11.x (in .venv-jax0.11, Python 3.12)
+#   make demo-gpu        - the demo on every platform JAX sees (GPU kernels too)
 #   make test-gpu        - the whole suite with JAX allowed to use the GPU (gpu tests must pass)
 # JAX selects a supported JAX line (0.10 on Python 3.11; 0.11, 0.12 on Python 3.12): its
 # newest release, with the newest NumPy and Numba it allows, in its own virtualenv. Without
@@ -35,7 +36,7 @@ RUN_ENV := JAX_PLATFORMS=cpu NUMBA_THREADING_LAYER=omp TRITON_DEFAULT_FP_FUSION=
 	WARP_CACHE_PATH=$(RUN_DIR)/warp TRITON_CACHE_DIR=$(RUN_DIR)/triton \
 	POLYKERNEL_CONFIG_DIR=$(RUN_DIR)/config MPLBACKEND=Agg
 
-.PHONY: demo test test-gpu lint clean venv
+.PHONY: demo demo-gpu test test-gpu lint clean venv
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "no Python for JAX=$(JAX); pass PYTHON=..." >&2; exit 1; }
@@ -62,6 +63,12 @@ $(VENV)-gpu/.installed: pyproject.toml
 	$(VENV)-gpu/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)-gpu/bin/python -m pip install --quiet -e ".[test]" "jax[$(JAX_CUDA)]" $(JAX_PIN)
 	touch $@
+
+# The demo on every platform JAX sees: the catalog's GPU kernels (numba_cuda, triton,
+# pallas, warp where installed) are benchmarked beside the CPU ones.
+demo-gpu: $(VENV)-gpu/.installed
+	mkdir -p -m 700 $(RUN_DIR)
+	$(RUN_ENV) JAX_PLATFORMS=cpu,cuda $(VENV)-gpu/bin/python -m polykernel.demo --output demo-output
 
 test-gpu: $(VENV)-gpu/.installed
 	POLYKERNEL_TEST_GPU=1 $(VENV)-gpu/bin/python -m pytest $(PYTEST_ARGS)

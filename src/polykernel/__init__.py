@@ -13,6 +13,10 @@ from . import config as config, testing as testing
 from ._version import __version__ as __version__
 from .allocator import tune_allocator as tune_allocator
 from .backends.numba_cpu import numba_kernel as numba_kernel
+from .backends.numba_cuda import (
+    numba_cuda_callable as numba_cuda_callable,
+    numba_cuda_kernel as numba_cuda_kernel,
+)
 from .backends.triton import triton_kernel as triton_kernel
 from .backends.warp import (
     jaxinfo_to_warpinfo as jaxinfo_to_warpinfo,

@@ -13,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .benchmark import (
     BenchmarkConfig,
@@ -66,29 +67,54 @@ def _scipy_report(result: BenchmarkResult, scipy_rows: list[tuple[str, float]]) 
     return "\n".join(lines)
 
 
+def _platforms() -> list[str]:
+    """``cpu``, then ``gpu`` when JAX sees one."""
+    import jax
+
+    try:
+        gpu = bool(jax.devices("gpu"))
+    except RuntimeError:
+        gpu = False
+    return ["cpu", "gpu"] if gpu else ["cpu"]
+
+
+def _plan_or_none(primitive: Any, platform: str) -> Any:
+    """The primitive's plan on ``platform``; None where it has no kernel there."""
+    if platform != "cpu" and not primitive.available_backends(platform):
+        return None
+    return plan_benchmark(primitive, platform=platform)
+
+
 def run(output: Path, n_warmup: int, n_runs: int) -> int:
     """Benchmark the catalog, print the tables and write the files; return exit code."""
     from . import catalog
 
     # Every plan first: the progress counter then runs against the whole total.
-    plans = {p.name: plan_benchmark(p, platform="cpu") for p in catalog.PRIMITIVES}
-    results: dict[str, BenchmarkResult] = {}
+    # Each platform JAX has is benchmarked (the catalog's GPU kernels run where
+    # `make demo-gpu` gives JAX a GPU); a primitive without kernels there is skipped.
+    plans = {
+        (p.name, platform): plan
+        for platform in _platforms()
+        for p in catalog.PRIMITIVES
+        if (plan := _plan_or_none(p, platform)) is not None
+    }
+    results: dict[tuple[str, str], BenchmarkResult] = {}
     with Progress(stream=sys.stderr) as progress:
         progress.add_total(sum(plan.steps for plan in plans.values()))
-        for name, plan in plans.items():
-            results[name] = run_benchmark(
+        for key, plan in plans.items():
+            results[key] = run_benchmark(
                 plan.kernel,
-                platform="cpu",
+                platform=key[1],
                 n_warmup=n_warmup,
                 n_runs=n_runs,
                 progress=progress,
                 plan=plan,
             )
     combined = BenchmarkResult.combine(results.values())
-    for result in results.values():
+    for result in results.values():  # each table names its platform
         print(f"\n== {result.primitive_name} ==")
         print(result.table(baseline="jax_raw"))
-    csrmv = catalog.csrmv_p.name
+    csrmv = (catalog.csrmv_p.name, "cpu")
     scipy_rows = _scipy_side_by_side(plans[csrmv].configs, n_warmup, n_runs)
     if scipy_rows:
         print()

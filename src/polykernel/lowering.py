@@ -104,14 +104,15 @@ def make_lowering_rule(
             with lowering_for(platform):
                 kernel = call_generator(entry, outs, ctx.avals_in, params)
 
-                def body(*xs: Any) -> list[Any]:
+            def body(*xs: Any) -> list[Any]:
+                with lowering_for(platform):  # the kernel is traced here
                     return _as_list(kernel(*xs), len(outs))
 
-                if shard_plan is not None:
-                    body = partitioned(shard_plan, body)
-                return lower_fun(body, multiple_results=True)(
-                    unsharded_inputs(ctx), *args
-                )
+            if shard_plan is not None:
+                body = partitioned(shard_plan, body)
+            with lowering_for(platform):
+                lowered = lower_fun(body, multiple_results=True)
+                return lowered(unsharded_inputs(ctx), *args)
         except KernelCompilationError:
             raise
         except Exception as err:

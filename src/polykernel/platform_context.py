@@ -22,7 +22,14 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
-__all__ = ["current_platform", "gpu_visible", "lowering_for", "lowering_platform"]
+__all__ = [
+    "current_lowering_platform",
+    "current_platform",
+    "gpu_visible",
+    "lowering_for",
+    "lowering_platform",
+    "traced_for_gpu",
+]
 
 _PLATFORM: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "polykernel_lowering_platform", default=None
@@ -55,12 +62,26 @@ def gpu_visible() -> bool:
         return False
 
 
+# The reference-style name some backends read.
+current_lowering_platform = lowering_platform
+
+
 def current_platform() -> str:
-    """The platform being lowered, else JAX's default backend as our platform name."""
+    """The platform being lowered, else that of JAX's default device.
+
+    The default device honours ``jax.default_device(...)`` (GPU tests put their calls
+    there while the CPU stays the process default), else it is the first device.
+    """
     platform = _PLATFORM.get()
     if platform is not None:
         return platform
     import jax
 
-    backend = jax.default_backend()
-    return _OF_JAX_BACKEND.get(backend, backend)
+    device = jax.config.jax_default_device or jax.devices()[0]
+    name = device if isinstance(device, str) else device.platform
+    return _OF_JAX_BACKEND.get(name, name)
+
+
+def traced_for_gpu() -> bool:
+    """True when the call being traced will run on a GPU (:func:`current_platform`)."""
+    return current_platform() == "gpu"

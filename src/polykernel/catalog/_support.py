@@ -11,6 +11,7 @@ import numpy as np
 __all__ = [
     "has_cxx",
     "has_numba",
+    "has_numba_cuda",
     "has_triton",
     "has_warp",
     "random_csr",
@@ -29,6 +30,11 @@ def has_numba() -> bool:
 def has_triton() -> bool:
     """True when Triton is installed (found, not imported: ``triton`` on gpu)."""
     return importlib.util.find_spec("triton") is not None
+
+
+def has_numba_cuda() -> bool:
+    """True when numba-cuda is installed (``numba_cuda`` kernels are registered)."""
+    return importlib.util.find_spec("numba_cuda") is not None
 
 
 @functools.cache

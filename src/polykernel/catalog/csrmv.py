@@ -30,9 +30,11 @@ import numpy as np
 
 from .._jax_compat import Zero, is_undefined_primal
 from ..primitive import XLACustomKernel
+from ._numba_cuda_kernels import csrmv_generator
 from ._support import (
     has_cxx,
     has_numba,
+    has_numba_cuda,
     has_triton,
     random_csr,
     row_ids,
@@ -161,6 +163,8 @@ if has_numba():
     csrmv_p.def_numba_kernel(_numba_generator, asdefault=True)
 if has_cxx():
     csrmv_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+if has_numba_cuda():  # registered for gpu; numba.cuda imported on first use
+    csrmv_p.def_numba_cuda_kernel(csrmv_generator)
 if has_triton():
     csrmv_p.def_triton_kernel(_triton_generator)
 csrmv_p.def_tags("csr", "float", "mv")

@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..primitive import XLACustomKernel
-from ._support import has_cxx, has_numba, has_triton
+from ._numba_cuda_kernels import scaled_add_generator
+from ._support import has_cxx, has_numba, has_numba_cuda, has_triton
 
 __all__ = ["scaled_add", "scaled_add_p"]
 
@@ -74,6 +75,8 @@ if has_numba():
     scaled_add_p.def_numba_kernel(_numba_generator, asdefault=True)
 if has_cxx():
     scaled_add_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+if has_numba_cuda():  # registered for gpu; numba.cuda imported on first use
+    scaled_add_p.def_numba_cuda_kernel(scaled_add_generator)
 if has_triton():
     scaled_add_p.def_triton_kernel(_triton_generator)
 scaled_add_p.def_tags("elementwise", "float")

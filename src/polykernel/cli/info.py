@@ -17,7 +17,14 @@ from typing import Any
 
 from .info_warp import warp_rows
 
-__all__ = ["cmd_info", "ffi_api_version", "gather_info", "register", "triton_rows"]
+__all__ = [
+    "cmd_info",
+    "ffi_api_version",
+    "gather_info",
+    "numba_cuda_rows",
+    "register",
+    "triton_rows",
+]
 
 
 def register(sub: Any, common: Any) -> None:
@@ -74,13 +81,36 @@ def _tool(finder: str) -> tuple[bool, str]:
         return False, " ".join(str(err).split())
 
 
+def numba_cuda_rows(gpu: bool) -> list[tuple[str, str, bool, str]]:
+    """Numba-CUDA: launched natively on a GPU; the CUDA simulator on the CPU.
+
+    Reports the installed version, whether a GPU runs it, and whether its PTX can
+    be compiled here (NVVM, from the ``numba-cuda[cu13]`` extra) without a GPU.
+
+    Example:
+        >>> [r[1] for r in numba_cuda_rows(gpu=False)]
+        ['gpu', 'cpu']
+    """
+    ok, why = _package("numba-cuda", "numba_cuda", "numba-cuda")
+    if not ok:
+        return [("numba_cuda", "gpu", False, why), ("numba_cuda", "cpu", False, why)]
+    nvvm = _version("nvidia-nvvm") or _version("nvidia-cuda-nvcc-cu12")
+    compile_note = (
+        f"PTX compiles here (NVVM {nvvm})" if nvvm else "no NVVM: PTX not compilable"
+    )
+    gpu_note = "native launch" if gpu else "no GPU visible to JAX"
+    return [
+        ("numba_cuda", "gpu", gpu and bool(nvvm), f"{why}; {gpu_note}; {compile_note}"),
+        ("numba_cuda", "cpu", True, f"{why}; Numba's CUDA simulator (slow, for tests)"),
+    ]
+
+
 def _backends(gpu: bool) -> list[dict[str, Any]]:
     no_gpu = "no GPU visible to JAX"
     rows = [("jax_raw", "cpu/gpu/tpu", True, "pure JAX, always available")]
     ok, why = _package("numba", "numba", "numba")
     rows.append(("numba", "cpu", ok, why))
-    ok, why = _package("numba-cuda", "numba_cuda", "numba-cuda")
-    rows.append(("numba_cuda", "gpu", ok and gpu, why if not ok or gpu else no_gpu))
+    rows += numba_cuda_rows(gpu)
     rows += warp_rows(gpu)
     rows += triton_rows(gpu)
     pallas = importlib.util.find_spec("jax.experimental.pallas") is not None

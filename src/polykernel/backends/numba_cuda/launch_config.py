@@ -1,0 +1,83 @@
+"""Grid and block of a Numba-CUDA launch, from ``(grid, block)`` or ``launch_dims``.
+
+Pure arithmetic shared by the GPU path (the launcher's spec) and the simulator, so
+the CPU tests check exactly what a GPU would launch. The rule: give ``grid`` and
+``block`` together, or ``launch_dims`` alone (the total number of threads per
+dimension; each dimension gets ``ceil(launch_dims / block)`` blocks, with
+``threads_per_block`` threads along the first dimension and 1 along the others).
+
+Example:
+    >>> resolve_launch(launch_dims=1000, threads_per_block=256)
+    ((4, 1, 1), (256, 1, 1))
+    >>> resolve_launch(grid=(2, 3), block=(16, 16))
+    ((2, 3, 1), (16, 16, 1))
+"""
+
+from __future__ import annotations
+
+from ...errors import KernelRegistrationError
+
+__all__ = ["RULE", "resolve_launch"]
+
+RULE = (
+    "give grid and block together (e.g. grid=4, block=256), or launch_dims alone "
+    "(e.g. launch_dims=1024)"
+)
+Dims = tuple[int, int, int]
+
+
+def _dims(where: str, name: str, value: object, minimum: int = 0) -> Dims:
+    items = value if isinstance(value, (tuple, list)) else (value,)
+    if not 1 <= len(items) <= 3 or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in items
+    ):
+        raise KernelRegistrationError(
+            f"{where}: {name} must be an int or a tuple of 1 to 3 ints, got {value!r}."
+        )
+    if any(v < minimum for v in items):
+        raise KernelRegistrationError(
+            f"{where}: every entry of {name} must be >= {minimum}, got {value!r}."
+        )
+    return (*items, *(1,) * (3 - len(items)))  # type: ignore[return-value]
+
+
+def resolve_launch(
+    grid: object = None,
+    block: object = None,
+    launch_dims: object = None,
+    threads_per_block: int = 256,
+    where: str = "numba_cuda_kernel",
+) -> tuple[Dims, Dims]:
+    """Return ``(grid, block)`` as 3-tuples.
+
+    Raises:
+        KernelRegistrationError (a ValueError): neither or both forms are given, a
+            form is incomplete, or a dimension is not a non-negative int (a block
+            dimension must be >= 1).
+    """
+    explicit = grid is not None or block is not None
+    if launch_dims is not None and explicit:
+        raise KernelRegistrationError(
+            f"{where}: launch_dims cannot be combined with grid/block; {RULE}."
+        )
+    if launch_dims is None:
+        if grid is None or block is None:
+            missing = "block" if block is None else "grid"
+            got = "none given" if not explicit else f"{missing} is missing"
+            raise KernelRegistrationError(
+                f"{where}: no launch configuration ({got}); {RULE}."
+            )
+        return _dims(where, "grid", grid), _dims(where, "block", block, 1)
+    if (
+        not isinstance(threads_per_block, int)
+        or isinstance(threads_per_block, bool)
+        or threads_per_block < 1
+    ):
+        raise KernelRegistrationError(
+            f"{where}: threads_per_block must be a positive int, got "
+            f"{threads_per_block!r}."
+        )
+    total = _dims(where, "launch_dims", launch_dims)
+    block3 = (threads_per_block, 1, 1)  # y and z get one thread per block
+    grid3 = tuple(-(-t // b) for t, b in zip(total, block3, strict=True))
+    return grid3, block3  # type: ignore[return-value]

@@ -1,0 +1,207 @@
+"""``numba_cuda_kernel`` on the CPU: Numba's CUDA simulator runs the real kernel.
+
+Grid/block arithmetic, ``launch_dims``, several outputs, aliasing, shared memory,
+device functions and ``vmap`` are executed here (tiny cases: the simulator runs one
+Python thread per CUDA thread). The GPU path is compiled in
+``test_numba_cuda_compile.py`` and launched only by its ``gpu`` tests.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from numba import cuda, float32
+
+import polykernel as pk
+from polykernel.errors import KernelRegistrationError, KernelTypeError
+
+F32 = jnp.float32
+
+
+@cuda.jit
+def add(x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] + y[i]
+
+
+@cuda.jit(device=True)
+def square(v):
+    return v * v
+
+
+@cuda.jit
+def sum_and_square(x, total, squares):
+    i = cuda.grid(1)
+    if i < x.size:
+        squares[i] = square(x[i])
+        cuda.atomic.add(total, 0, x[i])
+
+
+@cuda.jit
+def transpose(x, out):
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = x[j, i]
+
+
+@cuda.jit
+def scale_in_place(x, factor, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] * factor[0]  # x *is* out when they alias
+
+
+@cuda.jit
+def reverse_block(x, out):
+    tile = cuda.shared.array(0, dtype=float32)  # dynamic shared memory
+    t = cuda.threadIdx.x
+    tile[t] = x[t]
+    cuda.syncthreads()
+    out[t] = tile[cuda.blockDim.x - 1 - t]
+
+
+def _x(n=6):
+    return jnp.arange(n, dtype=F32)
+
+
+def test_eager_and_jit_with_grid_and_block():
+    f = pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((6,), F32), grid=2, block=4)
+    np.testing.assert_array_equal(f(_x(), _x()), 2 * np.arange(6))
+    np.testing.assert_array_equal(jax.jit(f)(_x(), 1 + _x()), 2 * np.arange(6) + 1)
+
+
+def test_launch_dims_covers_every_element_and_short_grids_do_not():
+    out = jax.ShapeDtypeStruct((6,), F32)
+    full = pk.numba_cuda_kernel(add, out, launch_dims=6, threads_per_block=4)
+    np.testing.assert_array_equal(full(_x(), _x()), 2 * np.arange(6))
+    short = pk.numba_cuda_kernel(add, out, grid=1, block=4)  # 4 threads for 6
+    np.testing.assert_array_equal(short(_x(), _x()), [0, 2, 4, 6, 0, 0])
+
+
+def test_two_dimensional_grid():
+    x = jnp.arange(6, dtype=F32).reshape(2, 3)
+    f = pk.numba_cuda_kernel(transpose, jax.ShapeDtypeStruct((3, 2), F32),
+                             grid=(2, 1), block=(2, 2))  # fmt: skip
+    np.testing.assert_array_equal(f(x), np.asarray(x).T)
+
+
+def test_several_outputs_keep_the_structure_of_outs_and_device_functions_run():
+    outs = (jax.ShapeDtypeStruct((1,), F32), jax.ShapeDtypeStruct((5,), F32))
+    f = pk.numba_cuda_kernel(sum_and_square, outs, launch_dims=5, threads_per_block=8)
+    total, squares = jax.jit(f)(_x(5))
+    np.testing.assert_array_equal(total, [10.0])
+    np.testing.assert_array_equal(squares, np.arange(5) ** 2)
+    as_list = pk.numba_cuda_kernel(sum_and_square, list(outs), launch_dims=5)
+    assert isinstance(as_list(_x(5)), list)
+
+
+def test_input_output_aliases_make_the_kernel_work_in_place():
+    f = pk.numba_cuda_kernel(scale_in_place, jax.ShapeDtypeStruct((4,), F32),
+                             launch_dims=4, threads_per_block=4,
+                             input_output_aliases={0: 0})  # fmt: skip
+    y = jax.jit(f)(_x(4), jnp.array([3.0], F32))
+    np.testing.assert_array_equal(y, 3 * np.arange(4))
+
+
+def test_dynamic_shared_memory_and_syncthreads():
+    f = pk.numba_cuda_kernel(reverse_block, jax.ShapeDtypeStruct((4,), F32),
+                             grid=1, block=4, shared_mem=16)  # fmt: skip
+    np.testing.assert_array_equal(f(_x(4)), [3, 2, 1, 0])
+
+
+@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all"])
+def test_vmap_gives_the_loop_result(method):
+    f = pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((4,), F32), launch_dims=4,
+                             threads_per_block=4, vmap_method=method)  # fmt: skip
+    xs = jnp.arange(8, dtype=F32).reshape(2, 4)
+    got = jax.jit(jax.vmap(f, in_axes=(0, None)))(xs, _x(4))
+    np.testing.assert_array_equal(got, np.asarray(xs) + np.arange(4))
+
+
+def test_vmap_without_a_vmap_method_is_refused_by_jax():
+    f = pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((4,), F32), launch_dims=4)
+    with pytest.raises(NotImplementedError):
+        jax.vmap(f)(jnp.zeros((2, 4), F32), jnp.zeros((2, 4), F32))
+
+
+def test_an_empty_grid_launches_nothing():
+    f = pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((0,), F32), launch_dims=0)
+    assert f(_x(0), _x(0)).shape == (0,)
+
+
+def test_real_numba_cuda_is_untouched_by_the_simulator():
+    f = pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((2,), F32), launch_dims=2)
+    f(_x(2), _x(2))
+    assert type(add).__name__ == "CUDADispatcher" and add.__module__ == __name__
+    assert cuda.jit.__module__.startswith("numba.cuda.decorators")
+    assert globals()["square"] is square and type(square).__name__ == "CUDADispatcher"
+
+
+def test_signature_matches_the_reference():
+    import inspect
+
+    sig = inspect.signature(pk.numba_cuda_kernel)
+    defaults = {
+        name: p.default
+        for name, p in sig.parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    assert list(sig.parameters)[:2] == ["kernel", "outs"]
+    assert defaults == {"grid": None, "block": None, "launch_dims": None,
+                        "threads_per_block": 256, "shared_mem": 0,
+                        "vmap_method": None, "input_output_aliases": None}  # fmt: skip
+
+
+def _plain(x, out):
+    out[0] = x[0]
+
+
+@pytest.mark.parametrize(
+    ("kernel", "message"),
+    [
+        (_plain, "kernel must be a Numba CUDA kernel .*@numba.cuda.jit.*got "
+         "builtins.function"),
+        (square, "'square' is a device function"),
+    ],
+)  # fmt: skip
+def test_a_non_kernel_is_a_type_error_and_an_assertion_error(kernel, message):
+    with pytest.raises(KernelTypeError, match=message) as info:
+        pk.numba_cuda_kernel(kernel, jax.ShapeDtypeStruct((1,), F32), launch_dims=1)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, AssertionError)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, "numba_cuda_kernel 'add': no launch configuration .*give grid and "
+         "block together .*or launch_dims alone"),
+        ({"grid": 1, "block": 1, "launch_dims": 1}, "cannot be combined"),
+        ({"launch_dims": 1, "vmap_method": "magic"}, "vmap_method must be one of"),
+        ({"launch_dims": 1, "input_output_aliases": [0]}, "input_output_aliases "
+         "must be a dict"),
+        ({"launch_dims": 1, "shared_mem": -1}, "shared_mem must be a non-negative"),
+    ],
+)  # fmt: skip
+def test_bad_options_are_value_errors(kwargs, message):
+    with pytest.raises(KernelRegistrationError, match=message) as info:
+        pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((1,), F32), **kwargs)
+    assert isinstance(info.value, ValueError)
+
+
+def test_bad_outs_are_refused():
+    with pytest.raises(ValueError, match=r"outs must be a jax\.ShapeDtypeStruct"):
+        pk.numba_cuda_kernel(add, [], launch_dims=1)
+
+
+def test_missing_numba_cuda_names_the_extra(monkeypatch):
+    import numba
+
+    monkeypatch.delattr(numba, "cuda", raising=False)
+    monkeypatch.setitem(sys.modules, "numba.cuda", None)
+    with pytest.raises(ImportError, match=r"pip install 'polykernel\[numba-cuda\]'"):
+        pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((1,), F32), launch_dims=1)
