@@ -15,6 +15,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from .info_warp import warp_rows
+
 __all__ = [
     "cmd_info",
     "ffi_api_version",
@@ -109,8 +111,7 @@ def _backends(gpu: bool) -> list[dict[str, Any]]:
     ok, why = _package("numba", "numba", "numba")
     rows.append(("numba", "cpu", ok, why))
     rows += numba_cuda_rows(gpu)
-    ok, why = _package("warp-lang", "warp", "warp")
-    rows.append(("warp", "gpu", ok and gpu, why if not ok or gpu else no_gpu))
+    rows += warp_rows(gpu)
     rows += triton_rows(gpu)
     pallas = importlib.util.find_spec("jax.experimental.pallas") is not None
     rows.append(("pallas", "gpu/tpu", pallas and gpu, "part of jax" if gpu else no_gpu))
