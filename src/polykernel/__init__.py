@@ -19,6 +19,11 @@ from .backends.numba_cuda import (
 )
 from .backends.pallas import pallas_kernel as pallas_kernel
 from .backends.triton import triton_kernel as triton_kernel
+from .backends.warp import (
+    jaxinfo_to_warpinfo as jaxinfo_to_warpinfo,
+    jaxtype_to_warptype as jaxtype_to_warptype,
+    warp_kernel as warp_kernel,
+)
 from .benchmark import (
     BenchmarkConfig as BenchmarkConfig,
     BenchmarkRecord as BenchmarkRecord,

@@ -2,8 +2,10 @@
 
 Importing this package defines (and registers) the primitives; ``import polykernel``
 does not import it. Each primitive has a pure-JAX reference backend (``jax_raw``), a
-Numba backend when numba is installed and a C++ backend (``cuda_raw`` on ``cpu``)
-when a host C++ compiler is found, plus a call function and benchmark data.
+Numba backend when numba is installed, a C++ backend (``cuda_raw`` on ``cpu``)
+when a host C++ compiler is found, a Warp backend (``cpu`` and ``gpu``) for
+``scaled_add``, ``lif_step`` and ``csrmv`` when warp-lang is installed, plus a
+call function and benchmark data.
 
 Example:
     >>> from polykernel import catalog
@@ -13,10 +15,14 @@ Example:
 
 from __future__ import annotations
 
+from . import _support, _warp
 from .csrmv import csrmv, csrmv_p
 from .elementwise import scaled_add, scaled_add_p
 from .event_csrmv import event_csrmv, event_csrmv_p
 from .lif import lif_step, lif_step_p
+
+if _support.has_warp():  # Warp itself is imported on first use only
+    _warp.register(scaled_add_p, lif_step_p, csrmv_p)
 
 PRIMITIVES = (scaled_add_p, csrmv_p, event_csrmv_p, lif_step_p)
 

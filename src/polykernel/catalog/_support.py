@@ -14,6 +14,7 @@ __all__ = [
     "has_numba_cuda",
     "has_pallas",
     "has_triton",
+    "has_warp",
     "pallas_elementwise",
     "random_csr",
     "row_ids",
@@ -39,6 +40,13 @@ def has_triton() -> bool:
 def has_numba_cuda() -> bool:
     """True when numba-cuda is installed (``numba_cuda`` kernels are registered)."""
     return importlib.util.find_spec("numba_cuda") is not None
+
+
+@functools.cache
+def has_warp() -> bool:
+    """True when warp-lang and llvmlite are installed (the ``warp`` backend is
+    registered); found without importing either."""
+    return all(importlib.util.find_spec(m) is not None for m in ("warp", "llvmlite"))
 
 
 @functools.cache

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .info_pallas import pallas_rows
+from .info_warp import warp_rows
 
 __all__ = [
     "cmd_info",
@@ -111,8 +112,7 @@ def _backends(gpu: bool) -> list[dict[str, Any]]:
     ok, why = _package("numba", "numba", "numba")
     rows.append(("numba", "cpu", ok, why))
     rows += numba_cuda_rows(gpu)
-    ok, why = _package("warp-lang", "warp", "warp")
-    rows.append(("warp", "gpu", ok and gpu, why if not ok or gpu else no_gpu))
+    rows += warp_rows(gpu)
     rows += triton_rows(gpu)
     rows += pallas_rows(gpu)
     ok, why = _tool("find_host_compiler")

@@ -40,6 +40,7 @@ __all__ = [
     "Param",
     "constant",
     "pointer",
+    "struct_param",
 ]
 
 #: Version of the spec format and handler contract (``PKGPU_ABI_VERSION`` in C++).
@@ -68,21 +69,48 @@ class Param:
     align: int = 0
 
     def __post_init__(self) -> None:
-        if self.size not in _SIZES:
-            raise ValueError(f"parameter size must be one of {_SIZES}, got {self.size}")
-        if (self.value is None) == (self.buffer is None):
+        struct_param = self.size > 16  # a C struct passed by value (see `struct_param`)
+        if struct_param and self.size % 8:
+            raise ValueError(
+                f"a struct parameter's size is a multiple of 8, got {self.size}"
+            )
+        if not struct_param and self.size not in _SIZES:
+            raise ValueError(
+                f"parameter size must be one of {_SIZES} (or a multiple of 8 above "
+                f"16 for a struct), got {self.size}"
+            )
+        if self.value is None and self.buffer is None:
+            raise ValueError("a parameter is either a constant or a buffer pointer")
+        if self.value is not None and self.buffer is not None and not struct_param:
             raise ValueError("a parameter is either a constant or a buffer pointer")
         if self.value is not None and len(self.value) != self.size:
             raise ValueError(
                 f"constant of {len(self.value)} bytes for a {self.size}-byte parameter"
             )
-        if self.buffer is not None and self.size != 8:
+        if self.buffer is not None and self.size != 8 and not struct_param:
             raise ValueError("a pointer parameter has 8 bytes")
+
+    @property
+    def layout_align(self) -> int:
+        """Alignment of the parameter in the template (structs: 8)."""
+        return 8 if self.size > 16 else self.size
 
 
 def pointer(buffer: int, align: int = 0) -> Param:
     """The device pointer of buffer ``buffer`` (inputs first, then outputs)."""
     return Param(8, buffer=buffer, align=align)
+
+
+def struct_param(value: bytes, buffer: int | None = None, align: int = 0) -> Param:
+    """A C struct of more than 16 bytes passed by value (8-byte aligned), e.g. a Warp
+    ``array_t``; with ``buffer``, that buffer's device pointer is patched into its
+    first 8 bytes on every launch.
+
+    Example:
+        >>> struct_param(bytes(24), buffer=0).layout_align
+        8
+    """
+    return Param(len(value), value=bytes(value), buffer=buffer, align=align)
 
 
 def constant(value: object, dtype: str) -> Param:
@@ -163,7 +191,7 @@ class LaunchSpec:
         """Byte offset of each parameter in the template (naturally aligned)."""
         out, at = [], 0
         for p in self.params:
-            at = (at + p.size - 1) // p.size * p.size
+            at = (at + p.layout_align - 1) // p.layout_align * p.layout_align
             out.append(at)
             at += p.size
         return tuple(out)

@@ -1,0 +1,188 @@
+"""The XLA FFI handler of a Warp kernel on CPU: LLVM IR around Warp's entry point.
+
+Warp compiles a kernel for its CPU device into native code with the entry point
+``<name>_cpu_forward(launch_bounds_t<N>*, wp_args_<name>*)``. The handler built
+here (with :func:`polykernel.ffi.handler_ir.handler.define_handler`: frame checks,
+``vmap`` batch loop, error paths) fills both structs on its stack from the call
+frame and calls that address directly: no Python and no GIL per call, like the
+Numba handler. It is JIT-compiled with llvmlite's MCJIT in this process (Warp's
+code lives in Warp's own loader at an address of this process, so the handler is
+never written to disk; building it takes milliseconds).
+
+The Warp module executable that owns the entry point is kept alive with the
+handler: Warp unloads a module's code when its executable is collected.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import BackendUnavailableError
+from ...ffi.handler_ir.signature import Signature
+from ...ffi.registry import register_cpu_target
+from .plan import (
+    ARRAY_NDIM,
+    ARRAY_SHAPE,
+    ARRAY_STRIDES,
+    KernelPlan,
+    bounds_layout,
+)
+from .types import INSTALL_HINT
+
+__all__ = ["CpuHandler", "build_cpu_handler"]
+
+_lock = threading.Lock()
+_handlers: dict[str, CpuHandler] = {}
+_CAPI = (
+    "PyGILState_Ensure", "PyGILState_Release", "PyImport_ImportModule",
+    "PyObject_GetAttrString", "PyLong_AsVoidPtr", "Py_DecRef", "PyErr_Clear",
+    "PyErr_Fetch", "PyErr_NormalizeException", "PyObject_CallFunction",
+)  # fmt: skip
+_llvm_ready = False
+
+
+@dataclass
+class CpuHandler:
+    """A registered handler and what keeps its code alive."""
+
+    target: str
+    address: int
+    owners: tuple[Any, ...]  # the MCJIT engine and Warp's module executable
+
+
+def _llvm() -> Any:
+    """llvmlite's binding, initialised once, with the C-API symbols the error
+    paths call made known to the JIT explicitly (they are not always exported)."""
+    global _llvm_ready
+    try:
+        import llvmlite.binding as llvm
+    except ImportError as err:
+        raise BackendUnavailableError(
+            "polykernel warp backend: the CPU handler needs 'llvmlite' (import "
+            f"failed: {err}). Install it with: {INSTALL_HINT}"
+        ) from err
+    if not _llvm_ready:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        for name in _CAPI:
+            fn = getattr(ctypes.pythonapi, name)
+            llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
+        _llvm_ready = True
+    return llvm
+
+
+def emit_warp_call(plan: KernelPlan, sig: Signature, entry: int, launch: Any):
+    """The ``emit_call`` hook: fill the structs, call ``entry``, return NULL.
+
+    ``launch`` is a tuple of launch dims (ints) or the index of the buffer whose
+    core dims are the launch dims.
+    """
+    from llvmlite import ir
+
+    from ...ffi.handler_ir.frame import (
+        I16,
+        I32,
+        I64,
+        PTR,
+        address,
+        const,
+        entry_alloca as alloca,
+    )
+
+    attr_index = {name: i for i, (name, _d) in enumerate(sig.attrs)}
+    size_at, mult_at, bounds_size = bounds_layout(plan.launch_ndim)
+    words = plan.struct_size // 8
+
+    def store(b, base, offset, value, ty) -> None:
+        b.store(value, b.bitcast(address(b, base, offset), ty.as_pointer()))
+
+    def emit(b: ir.IRBuilder, args) -> ir.Value:
+        blob = b.bitcast(alloca(b, ir.ArrayType(I64, max(words, 1))), PTR)
+        bounds = b.bitcast(alloca(b, ir.ArrayType(I64, bounds_size // 8)), PTR)
+        for w in range(words):
+            store(b, blob, 8 * w, const(0), I64)
+        buffer = 0
+        for arg in plan.args:
+            if arg.kind == "scalar":
+                pointer, _dtype = args.attrs[attr_index[arg.label]]
+                ty = ir.IntType(8 * arg.size)  # bit-exact copy of the scalar
+                value = b.load(b.bitcast(pointer, ty.as_pointer()))
+                store(b, blob, arg.offset, value, ty)
+                continue
+            data, dims, dtype = args.views[buffer]
+            buffer += 1
+            dims = list(dims) or [const(1)]
+            store(b, blob, arg.offset, data, PTR)
+            step = const(_itemsize(dtype))
+            for k in reversed(range(len(dims))):
+                at = arg.offset + ARRAY_SHAPE + 4 * k
+                store(b, blob, at, b.trunc(dims[k], I32), I32)
+                store(b, blob, arg.offset + ARRAY_STRIDES + 4 * k,
+                      b.trunc(step, I32), I32)  # fmt: skip
+                step = b.mul(step, dims[k])
+            store(b, blob, arg.offset + ARRAY_NDIM, const(len(dims), I16), I16)
+        if isinstance(launch, tuple):
+            dims = [const(d) for d in launch]
+        else:
+            dims = list(args.views[launch][1]) or [const(1)]
+        dims = dims + [const(1)] * max(0, plan.launch_ndim - len(dims))
+        size, mult = const(1), const(1)
+        for k, d in enumerate(dims):
+            if k < plan.launch_ndim:
+                store(b, bounds, 4 * k, b.trunc(d, I32), I32)
+                size = b.mul(size, d)
+            else:
+                mult = b.mul(mult, d)
+        store(b, bounds, size_at, b.mul(size, mult), I64)
+        store(b, bounds, mult_at, mult, I64)
+        fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR])
+        fn = b.inttoptr(const(entry), fnty.as_pointer())
+        b.call(fn, [bounds, blob])
+        return ir.Constant(PTR, None)
+
+    return emit
+
+
+def _itemsize(dtype: str) -> int:
+    from ...ffi.handler_ir.handler import ITEMSIZE
+
+    return ITEMSIZE[dtype]
+
+
+def build_cpu_handler(
+    target: str,
+    sig: Signature,
+    label: str,
+    plan: KernelPlan,
+    entry: int,
+    launch: Any,
+    module_exec: Any,
+) -> CpuHandler:
+    """Build (once per process and ``target``) and register the handler."""
+    with _lock:
+        known = _handlers.get(target)
+        if known is not None:
+            return known
+        llvm = _llvm()
+        from llvmlite import ir
+
+        from ...ffi.handler_ir.handler import define_handler
+
+        module = ir.Module(name=target)
+        tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
+        module.triple = tm.triple
+        module.data_layout = str(tm.target_data)
+        define_handler(module, target, sig, label,
+                       emit_warp_call(plan, sig, entry, launch))  # fmt: skip
+        parsed = llvm.parse_assembly(str(module))
+        parsed.verify()
+        engine = llvm.create_mcjit_compiler(parsed, tm)
+        engine.finalize_object()
+        address = engine.get_function_address(target)
+        handler = CpuHandler(target, address, (engine, tm, module_exec))
+        register_cpu_target(target, address, handler)
+        _handlers[target] = handler
+        return handler
