@@ -152,4 +152,11 @@ def test_catalog_primitive_from_the_command_line(capsys):
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "== polykernel.catalog.scaled_add [n=1e+03]: 6 passed, 0 failed" in out
+    from polykernel.catalog import scaled_add_p
+
+    # Two checks per CPU backend (how many depends on what is installed: warp, ...).
+    n_checks = 2 * len(scaled_add_p.available_backends("cpu"))
+    assert (
+        f"== polykernel.catalog.scaled_add [n=1e+03]: {n_checks} passed, 0 failed"
+        in out
+    )

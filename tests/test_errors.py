@@ -51,6 +51,7 @@ BUILTIN_OF = {
     pk.KernelFallbackExhaustedError: (NotImplementedError,),
     pk.UnknownBackendError: (NotImplementedError, ValueError),
     pk.KernelRegistrationError: (ValueError,),
+    pk.UnsupportedPlatformError: (ValueError, AssertionError),
     pk.KernelCompilationError: (RuntimeError,),
     pk.CompilationError: (RuntimeError,),
     pk.HostCompilerIncompatibleError: (RuntimeError,),

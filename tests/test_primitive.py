@@ -125,9 +125,10 @@ def test_shorthand_asdefault():
             r"kernel generator must be callable \(got int\)",
         ),
         (
-            lambda op: op.def_pallas_kernel("cpu", scale_gen(1)),
-            pk.KernelRegistrationError,
-            r"\['gpu', 'tpu'\]",
+            lambda op: op.def_pallas_kernel("rocm", scale_gen(1)),
+            pk.UnsupportedPlatformError,
+            r"def_pallas_kernel\(\): platform must be one of \['gpu', 'tpu', 'cpu'\] "
+            r"\(got 'rocm'\)",
         ),
         (
             lambda op: op.def_cuda_raw_kernel(scale_gen(1), platform="tpu"),

@@ -17,6 +17,7 @@ from .backends.numba_cuda import (
     numba_cuda_callable as numba_cuda_callable,
     numba_cuda_kernel as numba_cuda_kernel,
 )
+from .backends.pallas import pallas_kernel as pallas_kernel
 from .backends.triton import triton_kernel as triton_kernel
 from .backends.warp import (
     jaxinfo_to_warpinfo as jaxinfo_to_warpinfo,
@@ -65,6 +66,7 @@ from .errors import (
     UnsupportedArchError as UnsupportedArchError,
     UnsupportedFeatureError as UnsupportedFeatureError,
     UnsupportedOperationError as UnsupportedOperationError,
+    UnsupportedPlatformError as UnsupportedPlatformError,
     UnsupportedTransformError as UnsupportedTransformError,
 )
 from .exporting import (

@@ -19,10 +19,12 @@ __all__ = [
     "ShapedArray",
     "UndefinedPrimal",
     "Zero",
+    "abstract_gpu_target",
     "apply_primitive",
     "aval_of",
     "bump_dispatch_epoch",
     "custom_partitioning",
+    "gpu_target_known",
     "has_jvp_rule",
     "has_transpose_rule",
     "instantiate_zeros",
@@ -30,6 +32,8 @@ __all__ = [
     "linear_operand_positions",
     "lower_fun",
     "lowering_mesh",
+    "pallas_api",
+    "pallas_compiler_params_class",
     "register_lowering",
     "require_devices_during_lowering",
     "set_batching_rule",
@@ -228,3 +232,62 @@ def linear_operand_positions(linear_fn: Any, example: Any, prim: Primitive) -> s
 
     walk(closed.jaxpr, set(closed.jaxpr.invars))
     return positions
+
+
+# -- Pallas --------------------------------------------------------------------------
+def pallas_api() -> Any:
+    """``jax.experimental.pallas`` (public in 0.10 - 0.12), imported on first use.
+
+    Not imported by ``import polykernel``: Pallas pulls in its lowering machinery.
+    """
+    from jax.experimental import pallas
+
+    return pallas
+
+
+def pallas_compiler_params_class(platform: str) -> Any:
+    """The Pallas ``CompilerParams`` class of ``platform`` (gpu: Triton's; tpu).
+
+    Returns ``None`` for ``'cpu'`` (interpret mode takes no compiler parameters) or
+    when the platform's Pallas module cannot be imported in this jaxlib.
+    """
+    try:
+        if platform == "gpu":
+            from jax.experimental.pallas import triton as pallas_triton
+
+            return pallas_triton.CompilerParams
+        if platform == "tpu":
+            from jax.experimental.pallas import tpu as pallas_tpu
+
+            return pallas_tpu.CompilerParams
+    except (ImportError, AttributeError):
+        return None
+    return None
+
+
+def abstract_gpu_target(device_kind: str = "NVIDIA H100 80GB HBM3") -> Any:
+    """A context in which GPU lowering targets ``device_kind`` without a GPU present.
+
+    Pallas' Triton lowering asks for the GPU's compute capability: JAX 0.10 assumes
+    sm_90 when no GPU is visible, JAX 0.11+ reads it from the abstract device of the
+    current abstract mesh. This sets a one-device abstract mesh with that device
+    (public ``jax.sharding`` API in 0.10 - 0.12), so a ``jax.export`` or ``.lower``
+    for ``cuda`` works on a CPU-only machine.
+    """
+    device = jax.sharding.AbstractDevice(
+        device_kind=device_kind, num_cores=None, platform="gpu"
+    )
+    mesh = jax.sharding.AbstractMesh((1,), ("_polykernel_gpu",), abstract_device=device)
+    return jax.sharding.use_abstract_mesh(mesh)
+
+
+def gpu_target_known() -> bool:
+    """Whether a GPU lowering can learn its target GPU: one is visible to JAX, or
+    the current abstract mesh names an abstract GPU device."""
+    device = jax.sharding.get_abstract_mesh().abstract_device
+    if device is not None and device.platform in ("gpu", "cuda", "rocm"):
+        return True
+    try:
+        return bool(jax.devices("gpu"))
+    except RuntimeError:
+        return False

@@ -23,6 +23,7 @@ describes the failure, so ``except ValueError`` (or ``TypeError``, ``ImportError
     │   ├── CUDANotInstalledError ................ ImportError
     │   ├── KernelLoadError ...................... OSError
     │   ├── KernelRegistrationError .............. ValueError
+    │   │   └── UnsupportedPlatformError ......... + AssertionError
     │   ├── KernelTypeError ...................... TypeError, AssertionError
     │   ├── KernelCallError ...................... TypeError
     │   ├── KernelLookupError .................... KeyError
@@ -76,6 +77,7 @@ __all__ = [
     "UnsupportedArchError",
     "UnsupportedFeatureError",
     "UnsupportedOperationError",
+    "UnsupportedPlatformError",
     "UnsupportedTransformError",
 ]
 
@@ -111,6 +113,15 @@ class KernelRegistrationError(KernelError, ValueError):
 
 class UnknownBackendError(KernelFallbackExhaustedError, KernelRegistrationError):
     """A call asked for a backend that is not registered for its platform."""
+
+
+class UnsupportedPlatformError(KernelRegistrationError, AssertionError):
+    """A backend shorthand was given a platform it cannot target.
+
+    Also an ``AssertionError``: the reference documents ``AssertionError`` for the
+    platform check of ``def_pallas_kernel``; this class satisfies both ``except``
+    clauses (and ``ValueError``, as every bad value does here).
+    """
 
 
 # -- building and running ------------------------------------------------------------

@@ -20,6 +20,7 @@ for the partitioner here when the program is partitioned over several devices (s
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Sequence
@@ -84,6 +85,17 @@ def _switch_hint(table: KernelTable, owner: str, platform: str, failed: str) -> 
     )
 
 
+def backend_lowering_context(
+    entry: KernelEntry, platform: str
+) -> contextlib.AbstractContextManager[Any]:
+    """What a backend needs around its kernel's lowering (Pallas: a GPU target)."""
+    if entry.backend == "pallas":
+        from .backends.pallas import lowering_context
+
+        return lowering_context(platform)
+    return contextlib.nullcontext()
+
+
 def make_lowering_rule(
     owner: str, table: KernelTable, platform: str
 ) -> Callable[..., Any]:
@@ -110,7 +122,7 @@ def make_lowering_rule(
 
             if shard_plan is not None:
                 body = partitioned(shard_plan, body)
-            with lowering_for(platform):
+            with lowering_for(platform), backend_lowering_context(entry, platform):
                 lowered = lower_fun(body, multiple_results=True)
                 return lowered(unsharded_inputs(ctx), *args)
         except KernelCompilationError:

@@ -17,7 +17,12 @@ import numpy as np
 
 from . import _jax_compat as jc, registry, sharding
 from .call_spec import check_keywords, flatten_outs
-from .errors import KernelRegistrationError, KernelTypeError, UnknownBackendError
+from .errors import (
+    KernelRegistrationError,
+    KernelTypeError,
+    UnknownBackendError,
+    UnsupportedPlatformError,
+)
 from .kernel_table import KNOWN_PLATFORMS, KernelEntry, KernelTable
 from .lowering import make_lowering_rule
 from .primitive_catalog import CatalogMixin
@@ -29,7 +34,11 @@ KernelGenerator = Callable[..., Callable[..., Any]]
 
 
 def _check_platform(
-    owner: str, method: str, platform: Any, allowed: Sequence[str]
+    owner: str,
+    method: str,
+    platform: Any,
+    allowed: Sequence[str],
+    error: type[KernelRegistrationError] = KernelRegistrationError,
 ) -> None:
     if not isinstance(platform, str):
         raise KernelTypeError(
@@ -37,7 +46,7 @@ def _check_platform(
             f"{list(allowed)} (got {type(platform).__name__}: {platform!r})."
         )
     if platform not in allowed:
-        raise KernelRegistrationError(
+        raise error(
             f"XLACustomKernel '{owner}'.{method}(): platform must be one of "
             f"{list(allowed)} (got {platform!r})."
         )
@@ -201,8 +210,35 @@ class XLACustomKernel(CatalogMixin):
     def def_pallas_kernel(
         self, platform: str, kg: KernelGenerator, asdefault: bool = False
     ) -> None:
-        """Register a Pallas kernel generator for ``'gpu'`` or ``'tpu'``."""
-        _check_platform(self.name, "def_pallas_kernel", platform, ["gpu", "tpu"])
+        """Register a Pallas kernel generator for ``'gpu'``, ``'tpu'`` or ``'cpu'``.
+
+        On ``'cpu'`` the kernel runs in Pallas interpret mode (a debugging path that
+        makes Pallas kernels testable everywhere); the generator typically returns
+        :func:`polykernel.pallas_kernel`, which builds the ``pallas_call`` for the
+        platform being lowered.
+
+        Raises:
+            UnsupportedPlatformError: (a ``ValueError`` and an ``AssertionError``)
+                ``platform`` is not ``'gpu'``, ``'tpu'`` or ``'cpu'``.
+
+        Example:
+            >>> import polykernel as pk
+            >>> def add_one(x_ref, o_ref):
+            ...     o_ref[...] = x_ref[...] + 1
+            >>> op = pk.XLACustomKernel("doc.def_pallas_kernel")
+            >>> op.def_pallas_kernel(
+            ...     "cpu", lambda outs, **kw: pk.pallas_kernel(add_one, outs[0])
+            ... )
+            >>> op.available_backends("cpu")
+            ['pallas']
+        """
+        _check_platform(
+            self.name,
+            "def_pallas_kernel",
+            platform,
+            ["gpu", "tpu", "cpu"],
+            UnsupportedPlatformError,
+        )
         self.def_kernel("pallas", platform, kg, asdefault)
 
     def def_cuda_raw_kernel(

@@ -2,7 +2,9 @@
 
 Backends: ``jax_raw``, ``numba`` (a serial loop: memory-bound, and thread start-up
 costs more than it saves at small sizes), ``cuda_raw`` on the CPU
-(C++ ``-O3``), and ``triton`` on the GPU. Differentiable in both inputs: the tangent
+(C++ ``-O3``), ``triton`` on the GPU, and ``pallas`` on the CPU (interpret mode, a
+debugging path) and the GPU (Pallas' Triton backend; lowered and tested here,
+launched only by ``make test-gpu``). Differentiable in both inputs: the tangent
 rules are plain ``jnp`` expressions, so reverse mode needs no transpose rule.
 Batch-partitioned: sharded inputs are not gathered.
 """
@@ -17,7 +19,14 @@ import numpy as np
 
 from ..primitive import XLACustomKernel
 from ._numba_cuda_kernels import scaled_add_generator
-from ._support import has_cxx, has_numba, has_numba_cuda, has_triton
+from ._support import (
+    has_cxx,
+    has_numba,
+    has_numba_cuda,
+    has_pallas,
+    has_triton,
+    pallas_elementwise,
+)
 
 __all__ = ["scaled_add", "scaled_add_p"]
 
@@ -69,6 +78,15 @@ def _triton_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
     return scaled_add_triton(outs, alpha)
 
 
+def _scaled_add_pallas(x_ref, y_ref, out_ref, *, alpha: float) -> None:
+    out_ref[...] = alpha * x_ref[...] + y_ref[...]
+
+
+def _pallas_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
+    run = pallas_elementwise(_scaled_add_pallas, outs, n_inputs=2)
+    return lambda x, y: run(x, y, alpha=np.float32(alpha))
+
+
 scaled_add_p = XLACustomKernel("polykernel.catalog.scaled_add")
 scaled_add_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
 if has_numba():
@@ -79,6 +97,9 @@ if has_numba_cuda():  # registered for gpu; numba.cuda imported on first use
     scaled_add_p.def_numba_cuda_kernel(scaled_add_generator)
 if has_triton():
     scaled_add_p.def_triton_kernel(_triton_generator)
+if has_pallas():
+    scaled_add_p.def_pallas_kernel("cpu", _pallas_generator)
+    scaled_add_p.def_pallas_kernel("gpu", _pallas_generator)
 scaled_add_p.def_tags("elementwise", "float")
 
 

@@ -3,6 +3,8 @@
 ``v' = v + dt * (-(v - v_rest) * tau_inv + i_ext)``; neurons with ``v' >= v_th`` spike
 and are reset to ``v_rest``. Returns ``(v_next, spikes)`` with boolean spikes, ready
 to feed :func:`polykernel.catalog.event_csrmv`. Parameters are static floats.
+Backends: ``jax_raw``, ``numba``, ``cuda_raw`` on the CPU, and ``pallas`` on the CPU
+(interpret mode) and the GPU (Triton; lowered here, launched only on a GPU).
 Batch-partitioned: sharded inputs are not gathered.
 """
 
@@ -15,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..primitive import XLACustomKernel
-from ._support import has_cxx, has_numba
+from ._support import has_cxx, has_numba, has_pallas, pallas_elementwise
 
 __all__ = ["lif_step", "lif_step_p"]
 
@@ -81,12 +83,30 @@ def _cpp_generator(outs: Any, **params: Any) -> Any:
     return lambda v, i_ext: module.lif_step(v, i_ext, outs=list(outs), **attrs)
 
 
+def _lif_step_pallas(v_ref, i_ref, v_next_ref, spikes_ref, **params: float) -> None:
+    v = v_ref[...]
+    rest = np.float32(params["v_rest"])
+    candidate = v + params["dt"] * (-(v - rest) * params["tau_inv"] + i_ref[...])
+    fired = candidate >= params["v_th"]
+    spikes_ref[...] = fired
+    v_next_ref[...] = jnp.where(fired, rest, candidate)
+
+
+def _pallas_generator(outs: Any, **params: Any) -> Any:
+    run = pallas_elementwise(_lif_step_pallas, outs, n_inputs=2)
+    attrs = {k: np.float32(params[k]) for k in _PARAMS}
+    return lambda v, i_ext: run(v, i_ext, **attrs)
+
+
 lif_step_p = XLACustomKernel("polykernel.catalog.lif_step")
 lif_step_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
 if has_numba():
     lif_step_p.def_numba_kernel(_numba_generator, asdefault=True)
 if has_cxx():
     lif_step_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+if has_pallas():
+    lif_step_p.def_pallas_kernel("cpu", _pallas_generator)
+    lif_step_p.def_pallas_kernel("gpu", _pallas_generator)
 lif_step_p.def_tags("neuron", "float")
 
 

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from .info_pallas import pallas_rows
 from .info_warp import warp_rows
 
 __all__ = [
@@ -113,8 +114,7 @@ def _backends(gpu: bool) -> list[dict[str, Any]]:
     rows += numba_cuda_rows(gpu)
     rows += warp_rows(gpu)
     rows += triton_rows(gpu)
-    pallas = importlib.util.find_spec("jax.experimental.pallas") is not None
-    rows.append(("pallas", "gpu/tpu", pallas and gpu, "part of jax" if gpu else no_gpu))
+    rows += pallas_rows(gpu)
     ok, why = _tool("find_host_compiler")
     rows.append(("cuda_raw", "cpu", ok, f"C++ compiler: {why}"))
     ok, why = _tool("find_nvcc")

@@ -1,0 +1,293 @@
+"""``pallas_kernel``: a Pallas kernel body as the kernel of an ``XLACustomKernel``.
+
+The helper builds the ``pallas_call`` for the platform being lowered, so one kernel
+generator serves every platform it is registered for::
+
+    def add(x_ref, y_ref, o_ref):          # inputs first, then outputs (refs)
+        o_ref[...] = x_ref[...] + y_ref[...]
+
+    def generator(outs, **kw):
+        return pk.pallas_kernel(add, outs[0])
+
+    op.def_pallas_kernel("cpu", generator)  # interpret mode: runs everywhere
+    op.def_pallas_kernel("gpu", generator)  # Triton, on XLA's stream
+
+Per platform: ``'cpu'`` runs the body in Pallas interpret mode (a debugging path: the
+body becomes ordinary XLA operations; compiler parameters are ignored); ``'gpu'``
+lowers through Pallas' Triton backend (``**compiler_params`` go to
+``jax.experimental.pallas.triton.CompilerParams``: ``num_warps``, ``num_stages``);
+``'tpu'`` lowers through Mosaic (``jax.experimental.pallas.tpu.CompilerParams``).
+Parameters that only another platform's class takes are ignored, so one call works
+for GPU and TPU. See ``docs/pallas.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .. import _jax_compat as jc
+from ..errors import KernelRegistrationError, KernelTypeError
+from ..platform_context import current_platform, lowering_for, lowering_platform
+
+__all__ = [
+    "AOT_GPU",
+    "TRITON_TARGET",
+    "PallasKernel",
+    "lower_for_cuda",
+    "lowering_context",
+    "pallas_kernel",
+]
+
+#: The GPU a Pallas kernel is lowered for when no GPU is visible (ahead of time).
+AOT_GPU = "NVIDIA H100 80GB HBM3"
+_aot_gpu: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "polykernel_pallas_aot_gpu", default=AOT_GPU
+)
+
+#: The XLA custom-call target a Pallas kernel lowered through Triton becomes.
+TRITON_TARGET = "__gpu$xla.gpu.triton"
+
+
+def pallas_kernel(
+    body: Callable[..., None],
+    outs: Any,
+    *,
+    grid: int | tuple[int, ...] = (),
+    in_specs: Any = None,
+    out_specs: Any = None,
+    interpret: bool | None = None,
+    input_output_aliases: Mapping[int, int] | None = None,
+    **compiler_params: Any,
+) -> PallasKernel:
+    """Wrap a Pallas kernel body as a JAX callable that builds its ``pallas_call``.
+
+    Args:
+        body: The Pallas kernel: takes one ref per input, then one per output, and
+            writes the outputs (``o_ref[...] = ...``). Keywords given to the returned
+            callable are bound to it as static values.
+        outs: One ``jax.ShapeDtypeStruct``-like object (the callable returns one
+            array) or a list/tuple of them (it returns a tuple).
+        grid: The Pallas grid; ``()`` runs the body once on whole arrays.
+        in_specs: ``pl.BlockSpec`` per input (``None``: whole arrays).
+        out_specs: ``pl.BlockSpec`` per output, or one for a single output.
+        interpret: ``None`` (default) interprets on ``'cpu'`` and compiles on
+            ``'gpu'``/``'tpu'``; ``True`` always interprets (debugging on any
+            platform); ``False`` never does.
+        input_output_aliases: ``{input index: output index}`` for in-place updates.
+        **compiler_params: Fields of the lowering platform's Pallas
+            ``CompilerParams`` (GPU/Triton: ``num_warps``, ``num_stages``; TPU:
+            ``dimension_semantics``, ``vmem_limit_bytes``, ...).
+
+    Returns:
+        A callable ``f(*arrays, **static)``; the platform is the one an
+        ``XLACustomKernel`` is lowering for, else that of JAX's default device.
+
+    Raises:
+        KernelTypeError: ``body`` is not callable or an ``outs`` entry has no
+            ``.shape``/``.dtype``.
+        KernelRegistrationError: ``outs`` is empty or a compiler parameter is not a
+            field of any Pallas ``CompilerParams``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> def double(x_ref, o_ref):
+        ...     o_ref[...] = 2 * x_ref[...]
+        >>> f = pallas_kernel(double, jax.ShapeDtypeStruct((3,), jnp.float32))
+        >>> f(jnp.arange(3.0)).tolist()
+        [0.0, 2.0, 4.0]
+    """
+    return PallasKernel(
+        body,
+        outs,
+        grid=grid,
+        in_specs=in_specs,
+        out_specs=out_specs,
+        interpret=interpret,
+        input_output_aliases=dict(input_output_aliases or {}),
+        compiler_params=compiler_params,
+    )
+
+
+def _normalize_outs(name: str, outs: Any) -> tuple[tuple[Any, ...], bool]:
+    import jax
+
+    single = hasattr(outs, "shape") and hasattr(outs, "dtype")
+    items = (outs,) if single else outs
+    if not isinstance(items, Sequence) or isinstance(items, str) or not items:
+        raise KernelRegistrationError(
+            f"pallas_kernel '{name}': outs must be a jax.ShapeDtypeStruct or a "
+            f"non-empty list/tuple of them (got {outs!r})."
+        )
+    specs = []
+    for i, out in enumerate(items):
+        if not (hasattr(out, "shape") and hasattr(out, "dtype")):
+            raise KernelTypeError(
+                f"pallas_kernel '{name}': outs[{i}] must have .shape and .dtype, "
+                f"e.g. jax.ShapeDtypeStruct (got {type(out).__name__}: {out!r})."
+            )
+        specs.append(jax.ShapeDtypeStruct(tuple(out.shape), out.dtype))
+    return tuple(specs), single
+
+
+def _fields(cls: Any) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
+
+
+def _check_compiler_params(name: str, params: Mapping[str, Any]) -> None:
+    if not params:
+        return  # nothing to check: do not import the platforms' Pallas modules
+    known = _fields(jc.pallas_compiler_params_class("gpu"))
+    known |= _fields(jc.pallas_compiler_params_class("tpu"))
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise KernelRegistrationError(
+            f"pallas_kernel '{name}': unknown compiler parameter(s) {unknown}; the "
+            f"Pallas CompilerParams of this JAX take {sorted(known)}. Pass grid, "
+            f"in_specs, out_specs, interpret and input_output_aliases by name."
+        )
+
+
+class PallasKernel:
+    """The callable :func:`pallas_kernel` returns (one per body and ``outs``)."""
+
+    def __init__(
+        self,
+        body: Callable[..., None],
+        outs: Any,
+        *,
+        grid: int | tuple[int, ...],
+        in_specs: Any,
+        out_specs: Any,
+        interpret: bool | None,
+        input_output_aliases: dict[int, int],
+        compiler_params: dict[str, Any],
+    ) -> None:
+        self.name = getattr(body, "__name__", type(body).__name__)
+        if not callable(body):
+            raise KernelTypeError(
+                f"pallas_kernel: body must be a callable taking one ref per input "
+                f"and output (got {type(body).__name__}: {body!r})."
+            )
+        if interpret not in (None, True, False):
+            raise KernelTypeError(
+                f"pallas_kernel '{self.name}': interpret must be None, True or False "
+                f"(got {interpret!r})."
+            )
+        self.body = body
+        self.out_specs, self._single = _normalize_outs(self.name, outs)
+        _check_compiler_params(self.name, compiler_params)
+        self.grid = grid
+        self.in_block_specs = in_specs
+        self.out_block_specs = out_specs
+        self.interpret = interpret
+        self.aliases = input_output_aliases
+        self.compiler_params = compiler_params
+        # The platform of the lowering that built us: a sharded call may trace the
+        # kernel later, during partitioning, outside that lowering.
+        self._built_for = lowering_platform()
+
+    def __repr__(self) -> str:
+        return f"pallas_kernel({self.name!r}, outs={list(self.out_specs)})"
+
+    def platform(self) -> str:
+        """The platform the next call builds for (see :func:`pallas_kernel`)."""
+        return lowering_platform() or self._built_for or current_platform()
+
+    def build(self, platform: str, **static: Any) -> Callable[..., Any]:
+        """The ``pallas_call`` for ``platform`` (``'cpu'``, ``'gpu'`` or ``'tpu'``).
+
+        ``static`` keywords are bound to the body (``functools.partial``).
+        """
+        pl = jc.pallas_api()
+        body = functools.partial(self.body, **static) if static else self.body
+        interpret = platform == "cpu" if self.interpret is None else self.interpret
+        options: dict[str, Any] = {"grid": self.grid, "interpret": interpret}
+        if self.in_block_specs is not None:
+            options["in_specs"] = self.in_block_specs
+        if self.out_block_specs is not None:
+            out_specs = self.out_block_specs
+            if not self._single and isinstance(out_specs, tuple):
+                out_specs = list(out_specs)  # the same tree as out_shape (a list)
+            options["out_specs"] = out_specs
+        if self.aliases:
+            options["input_output_aliases"] = self.aliases
+        params = self._compiler_params(platform)
+        if params is not None and not interpret:
+            options["compiler_params"] = params
+        shapes = self.out_specs[0] if self._single else list(self.out_specs)
+        return pl.pallas_call(body, out_shape=shapes, name=self.name, **options)
+
+    def _compiler_params(self, platform: str) -> Any:
+        cls = jc.pallas_compiler_params_class(platform)
+        if cls is None:
+            return None
+        # Always pass the platform's class on GPU: with none, JAX may pick Mosaic
+        # GPU, which needs the CUDA plugin at lowering time; Triton lowers anywhere.
+        fields = _fields(cls)
+        return cls(**{k: v for k, v in self.compiler_params.items() if k in fields})
+
+    def __call__(self, *args: Any, **static: Any) -> Any:
+        result = self.build(self.platform(), **static)(*args)
+        return result if self._single else tuple(result)
+
+
+def lowering_context(platform: str) -> contextlib.AbstractContextManager[Any]:
+    """What lowering a Pallas kernel for ``platform`` needs around it.
+
+    The lowering rule of ``XLACustomKernel`` enters it around a ``'pallas'``
+    kernel. Pallas' Triton lowering asks JAX for the target GPU: with none visible,
+    JAX 0.11+ fails where 0.10 assumed sm_90, so without a GPU (and without an
+    abstract GPU in the current abstract mesh) the kernel is lowered for
+    :data:`AOT_GPU` (or ``lower_for_cuda``'s ``device_kind``). Set inside the rule,
+    not around the whole program: JAX refuses an abstract mesh around programs
+    whose primitives need devices to lower (sharded primitives do).
+    """
+    if platform != "gpu" or jc.gpu_target_known():
+        return contextlib.nullcontext()
+    return jc.abstract_gpu_target(_aot_gpu.get())
+
+
+def lower_for_cuda(
+    fn: Callable[..., Any], *args: Any, device_kind: str = "NVIDIA H100 80GB HBM3"
+) -> str:
+    """Lower ``fn(*args)`` for CUDA, without a GPU; return the StableHLO text.
+
+    ``args`` are arrays or ``jax.ShapeDtypeStruct``. Pallas kernels appear in the
+    text as ``TRITON_TARGET`` custom calls carrying the Triton IR; compiling that IR
+    to a cubin is XLA's job on a GPU, so this checks lowering, not code generation.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> def double(x_ref, o_ref):
+        ...     o_ref[...] = 2 * x_ref[...]
+        >>> spec = jax.ShapeDtypeStruct((256,), jnp.float32)
+        >>> TRITON_TARGET in lower_for_cuda(pallas_kernel(double, spec), spec)
+        True
+    """
+    import jax
+
+    check = jax.export.DisabledSafetyCheck.custom_call(TRITON_TARGET)
+    token = _aot_gpu.set(device_kind)
+    try:
+        export = jax.export.export(
+            jax.jit(fn), platforms=("cuda",), disabled_checks=[check]
+        )
+        with lowering_for("gpu"):
+            try:
+                # Pallas kernels called directly (not through a primitive) need
+                # the abstract GPU around the whole program ...
+                with jc.abstract_gpu_target(device_kind):
+                    return export(*args).mlir_module()
+            except ValueError as err:
+                if "AbstractMesh" not in str(err):
+                    raise
+                # ... which JAX refuses when a primitive needs devices to lower;
+                # primitives' Pallas kernels get it from lowering_context().
+                return export(*args).mlir_module()
+    finally:
+        _aot_gpu.reset(token)
