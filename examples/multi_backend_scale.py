@@ -102,7 +102,8 @@ def main() -> None:
     s = jnp.array([3.14], dtype=jnp.float32)
     expected = np.arange(n, dtype=np.float32) * np.float32(3.14)
     backends = scale_op.available_backends("cpu")
-    print("cpu backends:", backends, "| gpu backends:", scale_op.available_backends("gpu"))
+    gpu_backends = scale_op.available_backends("gpu")
+    print("cpu backends:", backends, "| gpu backends:", gpu_backends)
     assert backends[0] == "numba" and "pallas" in backends and "jax_raw" in backends
     assert ("warp" in backends) == WARP_AVAILABLE
 
