@@ -99,8 +99,15 @@ def test_the_gpu_handler_is_the_native_launcher(pinned_arches):
     text = jax.jit(f).trace(x).lower(lowering_platforms=("cuda",)).as_text()
     assert f"custom_call @{GRAPH_TARGET}(" in text
     assert "callback" not in text  # no host callback in the program
-    kernel = next(k for k in registered_gpu_kernels().values() if k.name == "axpy")
-    assert kernel.kernel_id in text and kernel.spec.grid == (2, 1, 1)
+    # Other tests of this file register axpy for other arches: take the one called.
+    called = [
+        k
+        for k in registered_gpu_kernels().values()
+        if k.name == "axpy" and k.kernel_id in text
+    ]
+    assert len(called) == 1
+    kernel = called[0]
+    assert kernel.spec.grid == (2, 1, 1)
     assert {(im.kind, im.arch) for im in kernel.images} >= {
         ("ptx", "80"),
         ("ptx", "90"),

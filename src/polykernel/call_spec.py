@@ -7,7 +7,7 @@ Extra keyword arguments become primitive parameters, so they must be hashable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import KernelRegistrationError, KernelTypeError
 
-__all__ = ["RESERVED_KEYWORDS", "check_keywords", "flatten_outs"]
+__all__ = ["RESERVED_KEYWORDS", "check_keywords", "flatten_outs", "kernel_outs"]
 
 #: Keywords with a meaning of their own; a kernel parameter cannot use these names.
 RESERVED_KEYWORDS = frozenset({"outs", "backend", "ins"})
@@ -49,6 +49,39 @@ def flatten_outs(owner: str, outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...
         shape = tuple(int(d) for d in leaf.shape)
         structs.append(jax.ShapeDtypeStruct(shape, np.dtype(leaf.dtype)))
     return tuple(structs), treedef
+
+
+def kernel_outs(
+    where: str, outs: Any, check_dtype: Callable[[str, Any], object] | None = None
+) -> tuple[tuple[jax.ShapeDtypeStruct, ...], bool]:
+    """The ``outs`` of a kernel wrapper (``numba_kernel``, ``warp_kernel``, ...).
+
+    ``outs`` is one ``ShapeDtypeStruct``-like object (then the wrapper returns one
+    array: the second result is True) or a non-empty list/tuple of them.
+    ``check_dtype(what, dtype)`` lets a backend refuse dtypes it cannot take.
+
+    Raises:
+        KernelRegistrationError: ``outs`` is empty or not a sequence (a ``ValueError``).
+        KernelTypeError: an entry has no ``.shape``/``.dtype``.
+    """
+    single = _is_struct(outs)
+    items = (outs,) if single else outs
+    if not isinstance(items, Sequence) or isinstance(items, str) or not items:
+        raise KernelRegistrationError(
+            f"{where}: outs must be a jax.ShapeDtypeStruct or a non-empty list/tuple "
+            f"of them (got {outs!r})."
+        )
+    specs = []
+    for i, out in enumerate(items):
+        if not _is_struct(out):
+            raise KernelTypeError(
+                f"{where}: outs[{i}] must have .shape and .dtype, e.g. "
+                f"jax.ShapeDtypeStruct (got {type(out).__name__}: {out!r})."
+            )
+        if check_dtype is not None:
+            check_dtype(f"outs[{i}]", out.dtype)
+        specs.append(jax.ShapeDtypeStruct(tuple(out.shape), out.dtype))
+    return tuple(specs), single
 
 
 def check_keywords(owner: str, kwargs: Mapping[str, Any]) -> None:

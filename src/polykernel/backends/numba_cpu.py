@@ -25,11 +25,12 @@ import logging
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ..call_spec import kernel_outs
 from ..errors import (
     KernelCompilationError,
     KernelExecutionError,
@@ -114,28 +115,6 @@ def _kernel_name(kernel: Any) -> str:
     return getattr(py_func, "__qualname__", repr(py_func))
 
 
-def _normalize_outs(name: str, outs: Any) -> tuple[tuple[Any, ...], bool]:
-    single = hasattr(outs, "shape") and hasattr(outs, "dtype")
-    items = (outs,) if single else outs
-    if not isinstance(items, Sequence) or not items:
-        raise KernelRegistrationError(
-            f"numba_kernel '{name}': outs must be a jax.ShapeDtypeStruct or a "
-            f"non-empty list/tuple of them, got {outs!r}."
-        )
-    import jax
-
-    specs = []
-    for i, out in enumerate(items):
-        if not (hasattr(out, "shape") and hasattr(out, "dtype")):
-            raise KernelTypeError(
-                f"numba_kernel '{name}': outs[{i}] must have .shape and .dtype "
-                f"(e.g. jax.ShapeDtypeStruct), got {out!r}."
-            )
-        _check_dtype(name, f"outs[{i}]", out.dtype)
-        specs.append(jax.ShapeDtypeStruct(tuple(out.shape), out.dtype))
-    return tuple(specs), single
-
-
 def _check_dtype(name: str, what: str, dtype: Any) -> str:
     try:
         abi.dtype_code(dtype)
@@ -173,7 +152,11 @@ class NumbaKernel:
         if kernel.targetoptions.get("parallel"):
             check_parallel_layer(numba, self.name)
         self.kernel = kernel
-        self.out_specs, self._single = _normalize_outs(self.name, outs)
+        self.out_specs, self._single = kernel_outs(
+            f"numba_kernel '{self.name}'",
+            outs,
+            lambda what, dt: _check_dtype(self.name, what, dt),
+        )
         if vmap_method not in VMAP_METHODS:
             raise KernelRegistrationError(
                 f"numba_kernel '{self.name}': vmap_method must be one of "

@@ -27,10 +27,11 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import _jax_compat as jc
+from ..call_spec import kernel_outs
 from ..errors import KernelRegistrationError, KernelTypeError
 from ..platform_context import current_platform, lowering_for, lowering_platform
 
@@ -113,27 +114,6 @@ def pallas_kernel(
     )
 
 
-def _normalize_outs(name: str, outs: Any) -> tuple[tuple[Any, ...], bool]:
-    import jax
-
-    single = hasattr(outs, "shape") and hasattr(outs, "dtype")
-    items = (outs,) if single else outs
-    if not isinstance(items, Sequence) or isinstance(items, str) or not items:
-        raise KernelRegistrationError(
-            f"pallas_kernel '{name}': outs must be a jax.ShapeDtypeStruct or a "
-            f"non-empty list/tuple of them (got {outs!r})."
-        )
-    specs = []
-    for i, out in enumerate(items):
-        if not (hasattr(out, "shape") and hasattr(out, "dtype")):
-            raise KernelTypeError(
-                f"pallas_kernel '{name}': outs[{i}] must have .shape and .dtype, "
-                f"e.g. jax.ShapeDtypeStruct (got {type(out).__name__}: {out!r})."
-            )
-        specs.append(jax.ShapeDtypeStruct(tuple(out.shape), out.dtype))
-    return tuple(specs), single
-
-
 def _fields(cls: Any) -> set[str]:
     return {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
 
@@ -179,7 +159,7 @@ class PallasKernel:
                 f"(got {interpret!r})."
             )
         self.body = body
-        self.out_specs, self._single = _normalize_outs(self.name, outs)
+        self.out_specs, self._single = kernel_outs(f"pallas_kernel '{self.name}'", outs)
         _check_compiler_params(self.name, compiler_params)
         self.grid = grid
         self.in_block_specs = in_specs

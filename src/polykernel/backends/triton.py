@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..call_spec import kernel_outs
 from ..errors import (
     BackendUnavailableError,
     KernelRegistrationError,
@@ -137,26 +138,6 @@ def target_arch() -> str:
     return cuda_arches(None)[0]
 
 
-def _normalize_outs(name: str, outs: Any) -> tuple[tuple[Any, ...], bool]:
-    import jax
-
-    single = hasattr(outs, "shape") and hasattr(outs, "dtype")
-    items = (outs,) if single else outs
-    if not isinstance(items, Sequence) or not items:
-        raise KernelRegistrationError(
-            f"triton_kernel '{name}': outs must be a jax.ShapeDtypeStruct or a "
-            f"non-empty list/tuple of them, got {outs!r}."
-        )
-    for i, out in enumerate(items):
-        if not (hasattr(out, "shape") and hasattr(out, "dtype")):
-            raise KernelTypeError(
-                f"triton_kernel '{name}': outs[{i}] must have .shape and .dtype "
-                f"(e.g. jax.ShapeDtypeStruct), got {out!r}."
-            )
-    specs = tuple(jax.ShapeDtypeStruct(tuple(o.shape), o.dtype) for o in items)
-    return specs, single
-
-
 def _grid3(name: str, grid: Any) -> tuple[int, int, int]:
     dims = (grid,) if isinstance(grid, (int, np.integer)) else grid
     ok = isinstance(dims, Sequence) and 1 <= len(dims) <= 3
@@ -193,7 +174,7 @@ class TritonKernel:
                 f"function and fixed meta-parameters)."
             )
         self.fn = fn
-        self.out_specs, self._single = _normalize_outs(self.name, outs)
+        self.out_specs, self._single = kernel_outs(f"triton_kernel '{self.name}'", outs)
         if not callable(grid):
             _grid3(self.name, grid)
         self.grid = grid

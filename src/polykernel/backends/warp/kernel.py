@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ...call_spec import kernel_outs
 from ...errors import KernelRegistrationError, KernelTypeError
 from ...ffi.handler_ir.signature import Signature
 from .call_check import check_arrays, scalar_attributes
@@ -89,28 +90,6 @@ def warp_kernel(
     return WarpKernel(kernel, outs, launch_dims, vmap_method, input_output_aliases)
 
 
-def _normalize_outs(name: str, outs: Any) -> tuple[tuple[Any, ...], bool]:
-    import jax
-
-    single = hasattr(outs, "shape") and hasattr(outs, "dtype")
-    items = (outs,) if single else outs
-    if not isinstance(items, Sequence) or not items:
-        raise KernelRegistrationError(
-            f"warp_kernel '{name}': outs must be a jax.ShapeDtypeStruct or a "
-            f"non-empty list/tuple of them, got {outs!r}."
-        )
-    specs = []
-    for i, out in enumerate(items):
-        if not (hasattr(out, "shape") and hasattr(out, "dtype")):
-            raise KernelTypeError(
-                f"warp_kernel '{name}': outs[{i}] must have .shape and .dtype "
-                f"(e.g. jax.ShapeDtypeStruct), got {out!r}."
-            )
-        warp_dtype_name(out.dtype, f"warp_kernel '{name}': outs[{i}]")
-        specs.append(jax.ShapeDtypeStruct(tuple(out.shape), out.dtype))
-    return tuple(specs), single
-
-
 def _normalize_launch(name: str, launch_dims: Any) -> tuple[int, ...] | None:
     if launch_dims is None:
         return None
@@ -141,7 +120,10 @@ class WarpKernel:
         self.kernel = kernel
         self.name = kernel.key
         self.plan = describe_kernel(kernel)
-        self.out_specs, self._single = _normalize_outs(self.name, outs)
+        where = f"warp_kernel '{self.name}'"
+        self.out_specs, self._single = kernel_outs(
+            where, outs, lambda what, dt: warp_dtype_name(dt, f"{where}: {what}")
+        )
         self.launch_dims = _normalize_launch(self.name, launch_dims)
         if vmap_method not in VMAP_METHODS:
             raise KernelRegistrationError(
