@@ -25,6 +25,8 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ._jax_compat import lower_fun, unsharded_inputs
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
@@ -58,14 +60,30 @@ def call_generator(
     return kernel
 
 
-def _as_list(result: Any, n_outs: int) -> list[Any]:
+def _as_list(result: Any, outs: Sequence[Any]) -> list[Any]:
     items = list(result) if isinstance(result, (list, tuple)) else [result]
-    if len(items) != n_outs:
+    if len(items) != len(outs):
         raise ValueError(
-            f"the kernel returned {len(items)} array(s), expected {n_outs} (one per "
-            f"entry of `outs`)"
+            f"the kernel returned {len(items)} array(s), expected {len(outs)} (one "
+            f"per entry of `outs`)"
         )
+    for i, (item, want) in enumerate(zip(items, outs, strict=True)):
+        # Checked here: a mismatch would otherwise surface as an MLIR verifier
+        # error that names neither the primitive nor the output.
+        if not hasattr(item, "dtype"):  # a Python scalar
+            item = np.asarray(item)
+        got = (tuple(item.shape), np.dtype(item.dtype))
+        if got != (tuple(want.shape), np.dtype(want.dtype)):
+            raise ValueError(
+                f"output {i}: the kernel returned {_describe(*got)} but `outs[{i}]` "
+                f"declares {_describe(tuple(want.shape), np.dtype(want.dtype))}; make "
+                f"`outs` describe what the kernel returns (or fix the kernel)"
+            )
     return items
+
+
+def _describe(shape: tuple[int, ...], dtype: np.dtype) -> str:
+    return f"{dtype.name}{list(shape)}"
 
 
 def _switch_hint(table: KernelTable, owner: str, platform: str, failed: str) -> str:
@@ -101,7 +119,7 @@ def make_lowering_rule(
             kernel = call_generator(entry, outs, ctx.avals_in, params)
 
             def body(*xs: Any) -> list[Any]:
-                return _as_list(kernel(*xs), len(outs))
+                return _as_list(kernel(*xs), outs)
 
             if shard_plan is not None:
                 body = partitioned(shard_plan, body)

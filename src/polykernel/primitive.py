@@ -28,14 +28,21 @@ __all__ = ["XLACustomKernel"]
 KernelGenerator = Callable[..., Callable[..., Any]]
 
 
-def _check_platform(
-    owner: str, method: str, platform: Any, allowed: Sequence[str]
+def _check_platform_type(
+    owner: str, method: str, platform: Any, allowed: Sequence[str] = ()
 ) -> None:
     if not isinstance(platform, str):
         raise KernelTypeError(
             f"XLACustomKernel '{owner}'.{method}(): platform must be a string, one of "
-            f"{list(allowed)} (got {type(platform).__name__}: {platform!r})."
+            f"{list(allowed or KNOWN_PLATFORMS)} (got {type(platform).__name__}: "
+            f"{platform!r})."
         )
+
+
+def _check_platform(
+    owner: str, method: str, platform: Any, allowed: Sequence[str]
+) -> None:
+    _check_platform_type(owner, method, platform, allowed)
     if platform not in allowed:
         raise KernelRegistrationError(
             f"XLACustomKernel '{owner}'.{method}(): platform must be one of "
@@ -231,11 +238,18 @@ class XLACustomKernel(CatalogMixin):
             KernelRegistrationError: (a ``ValueError``) nothing or not ``backend`` is
                 registered for ``platform``.
         """
+        _check_platform(self.name, "set_default", platform, list(KNOWN_PLATFORMS))
+        if not isinstance(backend, str):
+            raise KernelTypeError(
+                f"XLACustomKernel '{self.name}'.set_default(): backend must be a "
+                f"string such as 'numba' (got {type(backend).__name__}: {backend!r})."
+            )
         if self._table.set_default(platform, backend):
             jc.bump_dispatch_epoch()
 
     def get_default(self, platform: str) -> str | None:
         """Return the default backend of ``platform``, or ``None``."""
+        _check_platform_type(self.name, "get_default", platform)
         return self._table.default(platform)
 
     @property
@@ -245,6 +259,7 @@ class XLACustomKernel(CatalogMixin):
 
     def available_backends(self, platform: str) -> list[str]:
         """Backends registered for ``platform`` (empty list if none)."""
+        _check_platform_type(self.name, "available_backends", platform)
         return self._table.backends(platform)
 
     # -- transformation rules ------------------------------------------------------

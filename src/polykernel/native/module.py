@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attribute_values import convert_attribute
 from ..errors import KernelCallError
 from .argspec import FunctionSpec
 from .compiled import CompiledModule
@@ -113,13 +114,8 @@ class NativeFunction:
                     "are compile-time constants. Mark it static (static_argnames) or "
                     "pass it as an input array instead."
                 )
-            try:
-                out[name] = _np_dtype(expected[name]).type(value)
-            except (TypeError, ValueError, OverflowError) as err:
-                raise KernelCallError(
-                    f"{self._where}: attribute '{name}'={value!r} cannot be converted "
-                    f"to {expected[name]} ({err})."
-                ) from None
+            dtype = _np_dtype(expected[name])
+            out[name] = convert_attribute(self._where, name, value, dtype)
         return out
 
 
