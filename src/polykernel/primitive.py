@@ -124,7 +124,7 @@ class XLACustomKernel(CatalogMixin):
         check_keywords(self.name, kwargs)
         if backend is not None:
             self._check_backend_known(backend)
-        arrays = [x if hasattr(x, "aval") else jnp.asarray(x) for x in ins]
+        arrays = [_as_array(self.name, i, x) for i, x in enumerate(ins)]
         results = self.primitive.bind(*arrays, outs=structs, backend=backend, **kwargs)
         return treedef.unflatten(results)
 
@@ -265,6 +265,7 @@ class XLACustomKernel(CatalogMixin):
     # -- transformation rules ------------------------------------------------------
     def def_batching_rule(self, fun: Callable[..., Any]) -> None:
         """Replace the vmap rule: ``fun(args, axes, **params) -> (outs, out_axes)``."""
+        _check_callable(self.name, "def_batching_rule", fun)
         jc.set_batching_rule(self.primitive, fun)
 
     def register_general_batching(self) -> None:
@@ -275,6 +276,7 @@ class XLACustomKernel(CatalogMixin):
 
     def def_jvp_rule(self, fun: Callable[..., Any]) -> None:
         """Set a whole JVP rule: ``fun(primals, tangents, **params)``."""
+        _check_callable(self.name, "def_jvp_rule", fun)
         jc.set_jvp_rule(self.primitive, fun)
 
     def def_jvp_rule2(self, *jvp_rules: Callable[..., Any] | None) -> None:
@@ -283,6 +285,7 @@ class XLACustomKernel(CatalogMixin):
 
     def def_transpose_rule(self, fun: Callable[..., Any]) -> None:
         """Set the transpose rule: ``fun(cotangents, *args, **params)``."""
+        _check_callable(self.name, "def_transpose_rule", fun)
         jc.set_transpose_rule(self.primitive, fun)
 
     # -- sharding (see polykernel.sharding and docs/sharding.md) -------------------
@@ -329,6 +332,26 @@ class XLACustomKernel(CatalogMixin):
         sharding.set_rule(
             self.primitive,
             sharding.sharding_rule(self.name, rule, partition, need_replication),
+        )
+
+
+def _as_array(owner: str, i: int, x: Any) -> Any:
+    if hasattr(x, "aval"):
+        return x
+    try:
+        return jnp.asarray(x)
+    except (TypeError, ValueError) as err:
+        raise KernelTypeError(
+            f"XLACustomKernel '{owner}': input {i} ({type(x).__name__}) is not an "
+            f"array JAX accepts: {err} Pass a numeric NumPy or JAX array."
+        ) from None
+
+
+def _check_callable(owner: str, method: str, fun: Any) -> None:
+    if not callable(fun):
+        raise KernelTypeError(
+            f"XLACustomKernel '{owner}'.{method}(): expected a function (got "
+            f"{type(fun).__name__}: {fun!r})."
         )
 
 

@@ -140,6 +140,11 @@ def get_primitive(name: str) -> Any:
         >>> get_primitive("docs.get_primitive_demo") is op
         True
     """
+    if not isinstance(name, str):
+        raise KernelTypeError(
+            "polykernel registry: get_primitive(name) takes the primitive's name as a "
+            f"string (got {type(name).__name__}: {name!r})."
+        )
     with _LOCK:
         kernel = _KERNELS.get(name)
         names = sorted(_KERNELS)
