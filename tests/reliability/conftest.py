@@ -1,0 +1,68 @@
+"""Reliability suite: the bad-input case count, Hypothesis profiles, a usability probe.
+
+Every bad-input case is a row of a parametrised table and carries the
+``bad_input`` marker; the terminal summary prints how many ran and how many
+failed (``pytest tests/reliability`` ends with ``reliability: N bad-input cases,
+F failed``). ``pytest tests/reliability --collect-only -q -m bad_input`` lists them.
+
+Hypothesis profiles (``POLYKERNEL_HYPOTHESIS_PROFILE``):
+
+- ``ci`` (default): few derandomised examples, so the suite stays fast and
+  reproducible in CI;
+- ``long``: many random examples; the ``slow``-marked long variants of the
+  property tests run only under this profile, e.g.
+  ``POLYKERNEL_HYPOTHESIS_PROFILE=long pytest tests/reliability -m slow``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+PROFILE_ENV = "POLYKERNEL_HYPOTHESIS_PROFILE"
+_COMMON = {
+    "deadline": None,  # the first example of a new signature compiles a kernel
+    "database": None,  # nothing written to the working tree
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
+settings.register_profile("ci", max_examples=12, derandomize=True, **_COMMON)
+settings.register_profile("long", max_examples=300, **_COMMON)
+settings.load_profile(os.environ.get(PROFILE_ENV, "ci"))
+
+_counts = {"cases": 0, "failed": 0}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "bad_input: one row of a bad-input table (counted in the summary)"
+    )
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "bad_input" not in report.keywords:
+        return
+    if report.when == "call":
+        _counts["cases"] += 1
+    if report.failed:
+        _counts["failed"] += 1
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if _counts["cases"] or _counts["failed"]:
+        terminalreporter.write_line(
+            f"reliability: {_counts['cases']} bad-input cases, "
+            f"{_counts['failed']} failed"
+        )
+
+
+def long_profile_only():
+    """Marks of a long-profile variant: ``slow``, and skipped unless selected."""
+    return [
+        pytest.mark.slow,
+        pytest.mark.skipif(
+            os.environ.get(PROFILE_ENV) != "long",
+            reason=f"long Hypothesis profile: set {PROFILE_ENV}=long",
+        ),
+    ]
