@@ -89,6 +89,15 @@ def load_defaults() -> dict[str, dict[str, str]]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError as err:
+        warnings.warn(
+            f"polykernel: ignoring {path}: not UTF-8 text ({err.reason} at byte "
+            f"{err.start}), so not valid JSON. Fix or delete it (`polykernel "
+            "defaults clear`).",
+            PolykernelWarning,
+            stacklevel=2,
+        )
+        return {}
     except OSError as err:
         warnings.warn(
             f"polykernel: cannot read tuned defaults {path} ({err.strerror}); "

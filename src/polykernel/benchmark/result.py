@@ -243,13 +243,26 @@ class BenchmarkResult:
 
         Raises:
             ValueError: ``format`` is not one of ``'json'``, ``'csv'``, ``'pkl'``.
+            OSError: ``path`` cannot be written (the message names it).
         """
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(
+                "BenchmarkResult.save: path must be a str or os.PathLike (got "
+                f"{type(path).__name__}: {path!r})."
+            )
         path = Path(path)
         fmt = resolve_format(path, format, "BenchmarkResult.save")
-        if fmt == "pkl":
-            save_pickle(self, path)
-        else:
-            save_records(self._records, self.primitive_name, path, fmt)
+        try:
+            if fmt == "pkl":
+                save_pickle(self, path)
+            else:
+                save_records(self._records, self.primitive_name, path, fmt)
+        except OSError as err:
+            raise OSError(
+                err.errno,
+                f"BenchmarkResult.save: cannot write '{path}' "
+                f"({err.strerror or err}); choose a writable path",
+            ) from err
         return path
 
     @classmethod
