@@ -71,6 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("polykernel: interrupted", file=sys.stderr)
         return 130
+    except SystemExit as exc:  # a sub-parser's .error(): usage printed already
+        return exc.code if isinstance(exc.code, int) else 2
     except Exception as err:
         if args.debug:
             traceback.print_exc()
