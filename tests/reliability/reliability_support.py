@@ -9,6 +9,7 @@ primitive call and a valid jitted call must still give the right answer.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -70,3 +71,22 @@ def assert_usable() -> None:
     np.testing.assert_array_equal(jax.jit(lambda a: kernel(a))(x), [1, 2, 3])
     np.testing.assert_array_equal(op(x, outs=F3), [0, 2, 4])
     np.testing.assert_array_equal(op(x, outs=F3, backend="numba"), [1, 2, 3])
+
+
+PROFILE_ENV = "POLYKERNEL_HYPOTHESIS_PROFILE"
+
+
+def profiles() -> list[Any]:
+    """``["ci", "long"]`` for parametrising property tests: the long variant is
+    marked ``slow`` and runs only when the long profile is selected."""
+    long = pytest.param(
+        "long",
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.skipif(
+                os.environ.get(PROFILE_ENV) != "long",
+                reason=f"long Hypothesis profile: set {PROFILE_ENV}=long",
+            ),
+        ],
+    )
+    return ["ci", long]
