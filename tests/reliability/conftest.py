@@ -31,7 +31,7 @@ _COMMON = {
 # reported as drawn. The long profile shrinks to a minimal example.
 settings.register_profile(
     "ci",
-    max_examples=10,
+    max_examples=8,
     derandomize=True,
     phases=(Phase.explicit, Phase.reuse, Phase.generate),
     **_COMMON,
