@@ -15,7 +15,7 @@ import pytest
 from reliability_support import F3, S, bad, run_case
 
 import polykernel as pk
-from polykernel import errors as E
+from polykernel import cache_admin, errors as E
 
 X = jnp.ones(3, jnp.float32)
 
@@ -290,6 +290,40 @@ SETTINGS = [
         TypeError, r"defjvp: expected a JAX Primitive or an XLACustomKernel, got int"),
     bad("defjvp-rule-int", lambda: pk.defjvp(OP.primitive, 3),
         E.KernelTypeError, r"rule 0 must be callable or None \(got int: 3\)"),
+    bad("general_batching_rule-axis-out-of-range",
+        lambda: pk.general_batching_rule(OP.primitive, [X], [5], outs=(F3,)),
+        ValueError, r"operand 0 has rank 1, so its batch axis must be an int in "
+        r"\[-1, 1\) or None \(got 5\)"),
+    bad("general_batching_rule-axis-str",
+        lambda: pk.general_batching_rule(OP.primitive, [X], ["a"], outs=(F3,)),
+        ValueError, r"batch axis must be an int .* \(got 'a'\)"),
+    bad("general_batching_rule-batch-sizes",
+        lambda: pk.general_batching_rule(
+            OP.primitive, [jnp.ones((2, 3)), jnp.ones((4, 3))], [0, 0], outs=(F3,)),
+        ValueError, r"batched operands disagree on the batch size \(\[2, 4\]\)"),
+    bad("general_batching_rule-arity",
+        lambda: pk.general_batching_rule(OP.primitive, [X], [0, 0], outs=(F3,)),
+        ValueError, r"got 1 operand\(s\) but 2 batch axes"),
+    bad("general_batching_rule-prim-int",
+        lambda: pk.general_batching_rule(3, [X], [0]),
+        TypeError, r"prim must be a JAX Primitive, an XLACustomKernel or a callable"),
+    bad("check_kernel-kernel-int", lambda: pk.testing.check_kernel(3, X, outs=F3),
+        TypeError, r"kernel must be an XLACustomKernel or the name of a registered"),
+    bad("check_kernel-backend-unknown",
+        lambda: pk.testing.check_kernel(OP, X, outs=F3, backends=["nope"]),
+        ValueError, r"backend 'nope' is not registered \(registered: \['jax_raw'\]\)"),
+    bad("check_kernel-atol-negative",
+        lambda: pk.testing.check_kernel(OP, X, outs=F3, atol=-1),
+        ValueError, r"atol must be a number >= 0 or None \(got -1\)"),
+    bad("check_kernel-reference-int",
+        lambda: pk.testing.check_kernel(OP, X, outs=F3, reference=3),
+        TypeError, r"reference must be a backend name, a callable or None"),
+    bad("cache-prune-negative", lambda: cache_admin.prune(max_bytes=-1),
+        ValueError, r"max_bytes must be a non-negative int, got -1"),
+    bad("cache-prune-str", lambda: cache_admin.prune(max_bytes="a"),
+        ValueError, r"max_bytes must be a non-negative int, got 'a'"),
+    bad("cache-prune-age-negative", lambda: cache_admin.prune(max_age=-5),
+        ValueError, r"max_age must be a non-negative number of seconds, got -5"),
     bad("tune_allocator-negative", lambda: pk.tune_allocator(mmap_threshold=-1),
         ValueError, r"mmap_threshold must be a positive number of bytes"),
 ]  # fmt: skip
