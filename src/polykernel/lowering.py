@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from jax.dtypes import canonicalize_dtype
 
 from ._jax_compat import lower_fun, unsharded_inputs
 from .errors import KernelCompilationError
@@ -72,7 +73,9 @@ def _as_list(result: Any, outs: Sequence[Any]) -> list[Any]:
         # error that names neither the primitive nor the output.
         if not hasattr(item, "dtype"):  # a Python scalar
             item = np.asarray(item)
-        got = (tuple(item.shape), np.dtype(item.dtype))
+        # NumPy constants and Python scalars become JAX's canonical dtype when
+        # lowered (float64 -> float32 without x64), so compare that one.
+        got = (tuple(np.shape(item)), canonicalize_dtype(np.dtype(item.dtype)))
         if got != (tuple(want.shape), np.dtype(want.dtype)):
             raise ValueError(
                 f"output {i}: the kernel returned {_describe(*got)} but `outs[{i}]` "
