@@ -1,9 +1,10 @@
-"""Reliability suite: the bad-input case count, Hypothesis profiles, a usability probe.
+"""Reliability suite: Hypothesis profiles (the bad-input count is in tests/conftest.py).
 
 Every bad-input case is a row of a parametrised table and carries the
-``bad_input`` marker; the terminal summary prints how many ran and how many
-failed (``pytest tests/reliability`` ends with ``reliability: N bad-input cases,
-F failed``). ``pytest tests/reliability --collect-only -q -m bad_input`` lists them.
+``bad_input`` marker; ``tests/conftest.py`` counts them and the terminal summary
+prints how many ran and how many failed (``reliability: N bad-input cases, F
+failed``; counted on the controller, so it also works with pytest-xdist).
+``pytest tests/reliability --collect-only -q -m bad_input`` lists them.
 
 Hypothesis profiles (``POLYKERNEL_HYPOTHESIS_PROFILE``):
 
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 PROFILE_ENV = "POLYKERNEL_HYPOTHESIS_PROFILE"
@@ -38,28 +38,3 @@ settings.register_profile(
 )
 settings.register_profile("long", max_examples=300, **_COMMON)
 settings.load_profile(os.environ.get(PROFILE_ENV, "ci"))
-
-_counts = {"cases": 0, "failed": 0}
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "bad_input: one row of a bad-input table (counted in the summary)"
-    )
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if "bad_input" not in report.keywords:
-        return
-    if report.when == "call":
-        _counts["cases"] += 1
-    if report.failed:
-        _counts["failed"] += 1
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    if _counts["cases"] or _counts["failed"]:
-        terminalreporter.write_line(
-            f"reliability: {_counts['cases']} bad-input cases, "
-            f"{_counts['failed']} failed"
-        )
