@@ -37,7 +37,7 @@ def _run(profile, test):
 def batched(draw, n_args: int):
     """(batch size, in_axes) with at least one mapped argument."""
     axes = draw(
-        st.lists(st.sampled_from([None, 0, 1]), min_size=n_args, max_size=n_args)
+        st.lists(st.sampled_from([None, 0, 1, -1]), min_size=n_args, max_size=n_args)
         .filter(lambda a: any(x is not None for x in a))
     )  # fmt: skip
     return draw(st.integers(1, 4)), tuple(axes)
@@ -231,7 +231,8 @@ def test_conformance_ops_any_dtype_rank_and_vmap_method(profile):
         want = (x * 3 + y).astype(dtype)
         for backend in ("numba", "jax_raw"):
             got = AXPY(x, y, outs=spec, backend=backend)
-            np.testing.assert_allclose(got, want, rtol=1e-6)
+            # XLA and LLVM may fuse x * 3 + y into one FMA: one rounding fewer
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5)
         # a bare numba_kernel with two outputs under vmap
         kernel = pk.numba_kernel(_minmax_kernel, [spec, spec], vmap_method=method)
         b, axes = batch
