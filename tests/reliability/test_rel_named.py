@@ -5,6 +5,8 @@
   is refused by the handler with a message naming the attribute or buffer;
 - ``ATTRIBUTE_RANGE``: an attribute value that is ``None`` or outside its
   declared type's range raises instead of becoming NaN/inf (or wrapping);
+- ``NATIVE_CALL``: bad calls of a compiled C++ function, through its module and
+  as a raw ``ffi_call`` (the generated wrapper checks every buffer and attribute);
 - ``OUTS_VS_KERNEL``: ``outs`` that contradict what a ``jax_raw`` kernel returns
   raise our message naming the output, not an MLIR verifier error.
 
@@ -181,6 +183,68 @@ def test_attribute_edge_values_that_fit_are_kept():
     assert np.isnan(np.asarray(explicit_nan)).all()
     integral = f(X, outs=F3, **{**GOOD, "n": 4.0, "flag": True})
     np.testing.assert_allclose(integral, np.full(3, 2 + 4 + 2 + 3 + 1000 + 0.5))
+
+
+# -- calls of a native (C++) function, through the module and as a raw ffi_call ------
+RAW_ATTRS = {"alpha": np.float32(2), "n": np.int32(1), "u": np.uint16(2),
+             "small": np.int8(3), "flag": False, "wide": np.float64(0.5)}  # fmt: skip
+
+
+def _renamed(attrs: dict, old: str, new: str) -> dict:
+    return {new if k == old else k: v for k, v in attrs.items()}
+
+
+def _native(*args, outs=F3, **attrs):
+    return lambda: _module().attrs(*args, outs=outs, **{**GOOD, **attrs})
+
+
+def _native_raw(*args, **attrs):
+    return lambda: jax.ffi.ffi_call(_module().target("attrs"), F3)(*args, **attrs)
+
+
+NATIVE_CALL = [
+    bad("input-wrong-dtype", _native(jnp.ones(3, jnp.int32)),
+        Exception, r"reliability_attrs.attrs: input 0 'x' has dtype int32 but the "
+        r"kernel reads it as float32"),
+    bad("output-wrong-dtype", _native(X, outs=S((3,), jnp.int32)),
+        Exception, r"output 0 'y' has dtype int32 but the kernel reads it as float32"),
+    bad("inputs-too-many", _native(X, X),
+        pk.KernelCallError, r"expected 1 input array\(s\) .* got 2"),
+    bad("inputs-none", _native(),
+        TypeError, r"expected 1 input array\(s\) .* got 0"),
+    bad("outs-too-many", _native(X, outs=[F3, F3]),
+        pk.KernelCallError, r"expected 1 output spec\(s\) in `outs`, got 2"),
+    bad("outs-int", _native(X, outs=3),
+        pk.KernelCallError, r"`outs` must be a jax.ShapeDtypeStruct or a list of "
+        r"them, one per 'ret' \(got int: 3\)"),
+    bad("outs-list-of-str", _native(X, outs=["f32"]),
+        TypeError, r"`outs` must be a jax.ShapeDtypeStruct .* \(got list"),
+    bad("attribute-unknown", _native(X, beta=1.0),
+        pk.KernelCallError, r"attribute mismatch \(unknown: \['beta'\], missing: "
+        r"none\)"),
+    bad("attribute-missing", lambda: _module().attrs(X, outs=F3, alpha=1.0),
+        TypeError, r"missing: \['flag', 'n', 'small', 'u', 'wide'\]"),
+    bad("function-unknown", lambda: _module().nope,
+        AttributeError, r"native module 'reliability_attrs' has no function 'nope'; "
+        r"it exports \['attrs'\]"),
+    bad("raw-input-wrong-dtype", _native_raw(jnp.ones(3, jnp.int32), **RAW_ATTRS),
+        Exception, r"input 0 'x' has dtype int32 but the kernel reads it as float32"),
+    bad("raw-attributes-missing", _native_raw(X),
+        Exception, r"called with 0 attribute\(s\) \(none\), expected 6"),
+    bad("raw-attribute-misnamed",
+        _native_raw(X, **_renamed(RAW_ATTRS, "alpha", "alphaa")),
+        Exception, r"expected attribute 'alpha' but the call passes 'alphaa'"),
+    bad("raw-attribute-wrong-dtype",
+        _native_raw(X, **{**RAW_ATTRS, "alpha": np.int32(9)}),
+        Exception, r"attribute 'alpha' has type int32, expected float32"),
+]  # fmt: skip
+
+
+@needs_cxx
+@pytest.mark.parametrize("case", NATIVE_CALL)
+def test_native_function_bad_calls(case):
+    run_case(case)
+    np.testing.assert_allclose(_attrs()(), np.full(3, 2 + 1 + 2 + 3 + 0.5))
 
 
 # -- outs vs what a jax_raw kernel returns ------------------------------------------

@@ -64,7 +64,16 @@ class NativeFunction:
                 f"(spec {spec.tokens()}), got {len(args)}."
             )
         single = hasattr(outs, "shape") and hasattr(outs, "dtype")
-        out_list = [outs] if single else list(outs)
+        out_list = (
+            [outs] if single else list(outs) if isinstance(outs, list | tuple) else None
+        )
+        if out_list is None or not all(
+            hasattr(o, "shape") and hasattr(o, "dtype") for o in out_list
+        ):
+            raise KernelCallError(
+                f"{self._where}: `outs` must be a jax.ShapeDtypeStruct or a list of "
+                f"them, one per 'ret' (got {type(outs).__name__}: {outs!r})."
+            )
         if len(out_list) != len(spec.rets):
             raise KernelCallError(
                 f"{self._where}: expected {len(spec.rets)} output spec(s) in `outs`, "
