@@ -72,6 +72,29 @@ def _gpu_devices() -> list:
         return []
 
 
+# -- the reliability suite's bad-input count (tests/reliability/) ------------------
+# Here rather than in tests/reliability/conftest.py: under pytest-xdist only the
+# controller prints the summary, and it loads this conftest but not the sub-folder's.
+_bad_inputs = {"cases": 0, "failed": 0}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "bad_input" not in report.keywords:
+        return
+    if report.when == "call":
+        _bad_inputs["cases"] += 1
+    if report.failed:
+        _bad_inputs["failed"] += 1
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if _bad_inputs["cases"] or _bad_inputs["failed"]:
+        terminalreporter.write_line(
+            f"reliability: {_bad_inputs['cases']} bad-input cases, "
+            f"{_bad_inputs['failed']} failed"
+        )
+
+
 @pytest.fixture
 def run_env() -> dict[str, str]:
     """Environment for subprocesses: the same private caches and settings."""

@@ -67,6 +67,7 @@ BUILTIN_OF = {
     pk.CUDANotInstalledError: (ImportError,),
     pk.KernelTypeError: (TypeError, AssertionError),
     pk.KernelCallError: (TypeError,),
+    pk.AttributeValueError: (TypeError, ValueError),
     pk.KernelLookupError: (KeyError,),
     pk.UnsupportedFeatureError: (NotImplementedError,),
     pk.UnsupportedTransformError: (NotImplementedError,),

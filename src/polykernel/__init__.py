@@ -32,6 +32,7 @@ from .benchmark import (
 )
 from .config import get_cache_dir as get_cache_dir, set_cache_dir as set_cache_dir
 from .errors import (
+    AttributeValueError as AttributeValueError,
     BackendPreferenceWarning as BackendPreferenceWarning,
     BackendUnavailableError as BackendUnavailableError,
     BenchmarkDataFnNotProvidedError as BenchmarkDataFnNotProvidedError,

@@ -7,6 +7,7 @@ Extra keyword arguments become primitive parameters, so they must be hashable.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -46,8 +47,7 @@ def flatten_outs(owner: str, outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...
                 f"{type(leaf).__name__}: {leaf!r}). Describe each output with "
                 f"jax.ShapeDtypeStruct(shape, dtype)."
             )
-        shape = tuple(int(d) for d in leaf.shape)
-        structs.append(jax.ShapeDtypeStruct(shape, np.dtype(leaf.dtype)))
+        structs.append(_struct(owner, i, leaf))
     return tuple(structs), treedef
 
 
@@ -82,6 +82,32 @@ def kernel_outs(
             check_dtype(f"outs[{i}]", out.dtype)
         specs.append(jax.ShapeDtypeStruct(tuple(out.shape), out.dtype))
     return tuple(specs), single
+
+
+def _struct(owner: str, i: int, leaf: Any) -> jax.ShapeDtypeStruct:
+    dims = leaf.shape
+    if isinstance(dims, int):
+        dims = (dims,)
+    try:
+        shape = tuple(operator.index(d) for d in dims)
+    except TypeError:
+        raise KernelTypeError(
+            f"XLACustomKernel '{owner}': `outs` leaf {i} has shape {leaf.shape!r}; "
+            "every dimension must be an int."
+        ) from None
+    if any(d < 0 for d in shape):
+        raise KernelRegistrationError(
+            f"XLACustomKernel '{owner}': `outs` leaf {i} has shape {shape}; "
+            "dimensions must be >= 0."
+        )
+    try:
+        dtype = np.dtype(leaf.dtype)
+    except TypeError:
+        raise KernelTypeError(
+            f"XLACustomKernel '{owner}': `outs` leaf {i} has dtype {leaf.dtype!r}, "
+            "which is not a NumPy/JAX dtype."
+        ) from None
+    return jax.ShapeDtypeStruct(shape, dtype)
 
 
 def check_keywords(owner: str, kwargs: Mapping[str, Any]) -> None:

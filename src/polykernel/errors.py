@@ -26,6 +26,7 @@ describes the failure, so ``except ValueError`` (or ``TypeError``, ``ImportError
     │   │   └── UnsupportedPlatformError ......... + AssertionError
     │   ├── KernelTypeError ...................... TypeError, AssertionError
     │   ├── KernelCallError ...................... TypeError
+    │   │   └── AttributeValueError .............. + ValueError
     │   ├── KernelLookupError .................... KeyError
     │   ├── KernelSourceNotFoundError ............ FileNotFoundError
     │   ├── UnsupportedFeatureError .............. NotImplementedError
@@ -43,6 +44,7 @@ variable). Every message is pinned by a test.
 from __future__ import annotations
 
 __all__ = [
+    "AttributeValueError",
     "BackendPreferenceWarning",
     "BackendUnavailableError",
     "BenchmarkDataFnNotProvidedError",
@@ -247,6 +249,10 @@ class KernelTypeError(KernelError, TypeError, AssertionError):
 
 class KernelCallError(KernelError, TypeError):
     """A kernel was called with inputs, outputs or attributes its spec does not take."""
+
+
+class AttributeValueError(KernelCallError, ValueError):
+    """An attribute value does not fit its declared dtype (None, out of range...)."""
 
 
 class KernelLookupError(KernelError, KeyError):

@@ -26,6 +26,9 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+from jax.dtypes import canonicalize_dtype
+
 from ._jax_compat import lower_fun, unsharded_inputs
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
@@ -60,14 +63,32 @@ def call_generator(
     return kernel
 
 
-def _as_list(result: Any, n_outs: int) -> list[Any]:
+def _as_list(result: Any, outs: Sequence[Any]) -> list[Any]:
     items = list(result) if isinstance(result, (list, tuple)) else [result]
-    if len(items) != n_outs:
+    if len(items) != len(outs):
         raise ValueError(
-            f"the kernel returned {len(items)} array(s), expected {n_outs} (one per "
-            f"entry of `outs`)"
+            f"the kernel returned {len(items)} array(s), expected {len(outs)} (one "
+            f"per entry of `outs`)"
         )
+    for i, (item, want) in enumerate(zip(items, outs, strict=True)):
+        # Checked here: a mismatch would otherwise surface as an MLIR verifier
+        # error that names neither the primitive nor the output.
+        if not hasattr(item, "dtype"):  # a Python scalar
+            item = np.asarray(item)
+        # NumPy constants and Python scalars become JAX's canonical dtype when
+        # lowered (float64 -> float32 without x64), so compare that one.
+        got = (tuple(np.shape(item)), canonicalize_dtype(np.dtype(item.dtype)))
+        if got != (tuple(want.shape), np.dtype(want.dtype)):
+            raise ValueError(
+                f"output {i}: the kernel returned {_describe(*got)} but `outs[{i}]` "
+                f"declares {_describe(tuple(want.shape), np.dtype(want.dtype))}; make "
+                f"`outs` describe what the kernel returns (or fix the kernel)"
+            )
     return items
+
+
+def _describe(shape: tuple[int, ...], dtype: np.dtype) -> str:
+    return f"{dtype.name}{list(shape)}"
 
 
 def _switch_hint(table: KernelTable, owner: str, platform: str, failed: str) -> str:
@@ -118,7 +139,7 @@ def make_lowering_rule(
 
             def body(*xs: Any) -> list[Any]:
                 with lowering_for(platform):  # the kernel is traced here
-                    return _as_list(kernel(*xs), len(outs))
+                    return _as_list(kernel(*xs), outs)
 
             if shard_plan is not None:
                 body = partitioned(shard_plan, body)

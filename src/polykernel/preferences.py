@@ -106,6 +106,11 @@ def get_backend(platform: str) -> str | None:
         >>> pk.get_backend("tpu") is None
         True
     """
+    if not isinstance(platform, str):
+        raise KernelTypeError(
+            f"polykernel.get_backend: platform must be a string such as 'cpu' (got "
+            f"{type(platform).__name__}: {platform!r})."
+        )
     with _lock:
         return _backends.get(platform)
 
@@ -135,7 +140,8 @@ def set_numba_parallel(parallel: bool = True, num_threads: int | None = None) ->
 
     Raises:
         KernelTypeError: ``parallel`` is not a bool or ``num_threads`` not an int.
-        KernelRegistrationError: ``num_threads`` is below 1.
+        KernelRegistrationError: ``num_threads`` is below 1 or above Numba's
+            ``NUMBA_NUM_THREADS``.
         BackendUnavailableError: ``num_threads`` is given but Numba is not installed.
 
     Example:
@@ -168,6 +174,13 @@ def set_numba_parallel(parallel: bool = True, num_threads: int | None = None) ->
                 "polykernel.set_numba_parallel(num_threads=...) needs Numba: "
                 'pip install "polykernel[numba]".'
             ) from err
+        limit = numba.config.NUMBA_NUM_THREADS
+        if num_threads > limit:
+            raise KernelRegistrationError(
+                f"polykernel.set_numba_parallel: num_threads must be at most {limit} "
+                f"(NUMBA_NUM_THREADS, fixed when Numba starts; got {num_threads}). "
+                "Raise NUMBA_NUM_THREADS in the environment before importing Numba."
+            )
         numba.set_num_threads(num_threads)
     with _lock:
         _numba_parallel, _numba_threads = parallel, num_threads
@@ -206,6 +219,7 @@ def set_compute_capability(value: str | list[str] | None = None) -> None:
 
     Raises:
         UnsupportedArchError: (a ``ValueError``) a value is not an architecture.
+        KernelTypeError: ``value`` is not a string, a list of strings or None.
 
     Example:
         >>> import polykernel as pk
@@ -220,7 +234,16 @@ def set_compute_capability(value: str | list[str] | None = None) -> None:
     else:
         from .cuda_arch import normalize_arch
 
-        items = [value] if isinstance(value, str) else list(value)
+        if isinstance(value, str):
+            items = [value]
+        elif isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+            items = list(value)
+        else:
+            raise KernelTypeError(
+                "polykernel.set_compute_capability: value must be a string such as "
+                "'8.6' or 'sm_86', a list of such strings, or None (got "
+                f"{type(value).__name__}: {value!r})."
+            )
         parts = [p.strip() for item in items for p in str(item).split(",")]
         arches = tuple(dict.fromkeys(normalize_arch(p) for p in parts if p))
     with _lock:

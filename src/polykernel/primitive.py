@@ -33,6 +33,17 @@ __all__ = ["XLACustomKernel"]
 KernelGenerator = Callable[..., Callable[..., Any]]
 
 
+def _check_platform_type(
+    owner: str, method: str, platform: Any, allowed: Sequence[str] = ()
+) -> None:
+    if not isinstance(platform, str):
+        raise KernelTypeError(
+            f"XLACustomKernel '{owner}'.{method}(): platform must be a string, one of "
+            f"{list(allowed or KNOWN_PLATFORMS)} (got {type(platform).__name__}: "
+            f"{platform!r})."
+        )
+
+
 def _check_platform(
     owner: str,
     method: str,
@@ -40,11 +51,7 @@ def _check_platform(
     allowed: Sequence[str],
     error: type[KernelRegistrationError] = KernelRegistrationError,
 ) -> None:
-    if not isinstance(platform, str):
-        raise KernelTypeError(
-            f"XLACustomKernel '{owner}'.{method}(): platform must be a string, one of "
-            f"{list(allowed)} (got {type(platform).__name__}: {platform!r})."
-        )
+    _check_platform_type(owner, method, platform, allowed)
     if platform not in allowed:
         raise error(
             f"XLACustomKernel '{owner}'.{method}(): platform must be one of "
@@ -126,7 +133,7 @@ class XLACustomKernel(CatalogMixin):
         check_keywords(self.name, kwargs)
         if backend is not None:
             self._check_backend_known(backend)
-        arrays = [x if hasattr(x, "aval") else jnp.asarray(x) for x in ins]
+        arrays = [_as_array(self.name, i, x) for i, x in enumerate(ins)]
         results = self.primitive.bind(*arrays, outs=structs, backend=backend, **kwargs)
         return treedef.unflatten(results)
 
@@ -267,11 +274,18 @@ class XLACustomKernel(CatalogMixin):
             KernelRegistrationError: (a ``ValueError``) nothing or not ``backend`` is
                 registered for ``platform``.
         """
+        _check_platform(self.name, "set_default", platform, list(KNOWN_PLATFORMS))
+        if not isinstance(backend, str):
+            raise KernelTypeError(
+                f"XLACustomKernel '{self.name}'.set_default(): backend must be a "
+                f"string such as 'numba' (got {type(backend).__name__}: {backend!r})."
+            )
         if self._table.set_default(platform, backend):
             jc.bump_dispatch_epoch()
 
     def get_default(self, platform: str) -> str | None:
         """Return the default backend of ``platform``, or ``None``."""
+        _check_platform_type(self.name, "get_default", platform)
         return self._table.default(platform)
 
     @property
@@ -281,11 +295,13 @@ class XLACustomKernel(CatalogMixin):
 
     def available_backends(self, platform: str) -> list[str]:
         """Backends registered for ``platform`` (empty list if none)."""
+        _check_platform_type(self.name, "available_backends", platform)
         return self._table.backends(platform)
 
     # -- transformation rules ------------------------------------------------------
     def def_batching_rule(self, fun: Callable[..., Any]) -> None:
         """Replace the vmap rule: ``fun(args, axes, **params) -> (outs, out_axes)``."""
+        _check_callable(self.name, "def_batching_rule", fun)
         jc.set_batching_rule(self.primitive, fun)
 
     def register_general_batching(self) -> None:
@@ -296,6 +312,7 @@ class XLACustomKernel(CatalogMixin):
 
     def def_jvp_rule(self, fun: Callable[..., Any]) -> None:
         """Set a whole JVP rule: ``fun(primals, tangents, **params)``."""
+        _check_callable(self.name, "def_jvp_rule", fun)
         jc.set_jvp_rule(self.primitive, fun)
 
     def def_jvp_rule2(self, *jvp_rules: Callable[..., Any] | None) -> None:
@@ -304,6 +321,7 @@ class XLACustomKernel(CatalogMixin):
 
     def def_transpose_rule(self, fun: Callable[..., Any]) -> None:
         """Set the transpose rule: ``fun(cotangents, *args, **params)``."""
+        _check_callable(self.name, "def_transpose_rule", fun)
         jc.set_transpose_rule(self.primitive, fun)
 
     # -- sharding (see polykernel.sharding and docs/sharding.md) -------------------
@@ -350,6 +368,26 @@ class XLACustomKernel(CatalogMixin):
         sharding.set_rule(
             self.primitive,
             sharding.sharding_rule(self.name, rule, partition, need_replication),
+        )
+
+
+def _as_array(owner: str, i: int, x: Any) -> Any:
+    if hasattr(x, "aval"):
+        return x
+    try:
+        return jnp.asarray(x)
+    except (TypeError, ValueError) as err:
+        raise KernelTypeError(
+            f"XLACustomKernel '{owner}': input {i} ({type(x).__name__}) is not an "
+            f"array JAX accepts: {err} Pass a numeric NumPy or JAX array."
+        ) from None
+
+
+def _check_callable(owner: str, method: str, fun: Any) -> None:
+    if not callable(fun):
+        raise KernelTypeError(
+            f"XLACustomKernel '{owner}'.{method}(): expected a function (got "
+            f"{type(fun).__name__}: {fun!r})."
         )
 
 

@@ -26,7 +26,15 @@ class CatalogMixin:
 
     def def_call(self, fn: Callable[..., Any]) -> None:
         """Store the user-facing call function used by :meth:`call` and benchmarks."""
+        self._require_callable("def_call", fn)
         self._call_fn = fn
+
+    def _require_callable(self, method: str, fn: Any) -> None:
+        if not callable(fn):
+            raise KernelTypeError(
+                f"XLACustomKernel '{self.name}'.{method}(): expected a function (got "
+                f"{type(fn).__name__}: {fn!r})."
+            )
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Invoke the function registered with :meth:`def_call`."""
@@ -64,6 +72,7 @@ class CatalogMixin:
 
     def def_benchmark_data(self, fn: Callable[..., Any]) -> None:
         """Register ``fn(*, platform) -> list[BenchmarkConfig]`` for benchmarks."""
+        self._require_callable("def_benchmark_data", fn)
         self._benchmark_data_fn = fn
 
     @property

@@ -140,6 +140,11 @@ def get_primitive(name: str) -> Any:
         >>> get_primitive("docs.get_primitive_demo") is op
         True
     """
+    if not isinstance(name, str):
+        raise KernelTypeError(
+            "polykernel registry: get_primitive(name) takes the primitive's name as a "
+            f"string (got {type(name).__name__}: {name!r})."
+        )
     with _LOCK:
         kernel = _KERNELS.get(name)
         names = sorted(_KERNELS)
@@ -161,7 +166,13 @@ def get_primitive(name: str) -> Any:
 def _normalise_tags(tags: str | Iterable[str]) -> frozenset[str]:
     if isinstance(tags, str):
         return frozenset({tags})
-    result = frozenset(tags)
+    try:
+        result = frozenset(tags)
+    except TypeError:
+        raise KernelTypeError(
+            "polykernel registry: tags must be a string or an iterable of strings, "
+            f"got {type(tags).__name__}: {tags!r}. Pass e.g. 'csr' or {{'csr', 'mv'}}."
+        ) from None
     bad = [t for t in result if not isinstance(t, str)]
     if bad:
         raise KernelTypeError(

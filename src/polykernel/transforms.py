@@ -77,6 +77,20 @@ def general_batching_rule(
             f"axes; pass one axis (or None) per operand."
         )
     batched = [i for i, ax in enumerate(axes) if ax is not None]
+    for i in batched:
+        ndim = jnp.ndim(args[i])
+        if not isinstance(axes[i], int) or not -ndim <= axes[i] < max(ndim, 1):
+            raise KernelRegistrationError(
+                f"general_batching_rule: operand {i} has rank {ndim}, so its batch "
+                f"axis must be an int in [{-ndim}, {ndim}) or None (got "
+                f"{axes[i]!r})."
+            )
+    batched_sizes = {jnp.shape(args[i])[axes[i]] for i in batched}
+    if len(batched_sizes) > 1:
+        raise KernelRegistrationError(
+            f"general_batching_rule: batched operands disagree on the batch size "
+            f"({sorted(batched_sizes)}); every mapped axis must have the same length."
+        )
     if not batched:
         outs = bind(*args, **kwargs)
         return outs, jax.tree.map(lambda _: None, outs)

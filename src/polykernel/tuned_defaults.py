@@ -10,15 +10,21 @@ reads its entry lazily on first use. The file maps primitive name to
 The file is created on the first write only (never at import), written atomically
 (temporary file + ``os.replace``) inside a private directory. A damaged file never
 breaks a program: it reads as empty, with a warning naming the file.
+
+Every read-modify-write (``save_defaults``, ``clear_defaults``) holds an exclusive
+OS lock (``flock`` on the config directory), so two processes saving at once each
+see the other's entries and neither write is lost.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from .config import config_dir, ensure_private_dir
@@ -83,6 +89,15 @@ def load_defaults() -> dict[str, dict[str, str]]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError as err:
+        warnings.warn(
+            f"polykernel: ignoring {path}: not UTF-8 text ({err.reason} at byte "
+            f"{err.start}), so not valid JSON. Fix or delete it (`polykernel "
+            "defaults clear`).",
+            PolykernelWarning,
+            stacklevel=2,
+        )
+        return {}
     except OSError as err:
         warnings.warn(
             f"polykernel: cannot read tuned defaults {path} ({err.strerror}); "
@@ -112,6 +127,21 @@ def persisted_default(name: str, platform: str) -> str | None:
         True
     """
     return load_defaults().get(name, {}).get(platform)
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    """Hold the cross-process lock of the defaults file (blocks while another
+    process holds it). The lock is taken on the config directory itself, so no
+    lock file is left next to ``defaults.json``."""
+    directory = defaults_path().parent
+    ensure_private_dir(directory)
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _write(data: Mapping[str, Mapping[str, str]]) -> Path:
@@ -164,10 +194,11 @@ def save_defaults(mapping: Mapping[str, Mapping[str, str]]) -> Path:
         'numba'
     """
     _check_mapping(mapping)
-    data = load_defaults()
-    for name, per_platform in mapping.items():
-        data.setdefault(name, {}).update(per_platform)
-    return _write(data)
+    with _locked():
+        data = load_defaults()
+        for name, per_platform in mapping.items():
+            data.setdefault(name, {}).update(per_platform)
+        return _write(data)
 
 
 def clear_defaults(names: Iterable[str] | None = None) -> list[str]:
@@ -180,15 +211,18 @@ def clear_defaults(names: Iterable[str] | None = None) -> list[str]:
         >>> clear_defaults(["docs.tmp"])
         ['docs.tmp']
     """
-    data = load_defaults()
-    if names is None:
-        removed = sorted(data)
-        data = {}
-    else:
-        wanted = [names] if isinstance(names, str) else list(names)
-        removed = [n for n in wanted if n in data]
-        for n in removed:
-            del data[n]
-    if removed or (names is None and defaults_path().exists()):
-        _write(data)
+    if not defaults_path().exists():
+        return []  # nothing to clear, and clearing never creates the directory
+    with _locked():
+        data = load_defaults()
+        if names is None:
+            removed = sorted(data)
+            data = {}
+        else:
+            wanted = [names] if isinstance(names, str) else list(names)
+            removed = [n for n in wanted if n in data]
+            for n in removed:
+                del data[n]
+        if removed or names is None:
+            _write(data)
     return removed

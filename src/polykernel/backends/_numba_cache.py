@@ -164,6 +164,9 @@ def lookup(key: str) -> tuple[bytes, dict] | None:
     except (OSError, ValueError):
         log.warning("polykernel numba cache: unreadable %s; rebuilding", entry / META)
         return None
+    if not _well_formed(meta):  # hand-edited or written by something else
+        log.warning("polykernel numba cache: malformed %s; rebuilding", entry / META)
+        return None
     for directory in (config.cache_root(), numba_root(), entry):
         config.ensure_private_dir(directory)  # refuses dirs others can write
     path = entry / OBJECT
@@ -183,6 +186,20 @@ def lookup(key: str) -> tuple[bytes, dict] | None:
     with contextlib.suppress(OSError):
         os.utime(entry / META)  # last use, for prune()
     return data, meta
+
+
+def _well_formed(meta: Any) -> bool:
+    """The fields the loader reads exist with the right types."""
+    return (
+        isinstance(meta, dict)
+        and isinstance(meta.get("size"), int)
+        and isinstance(meta.get("sha256"), str)
+        and isinstance(meta.get("entry"), str)
+        and isinstance(meta.get("externals"), list)
+        and all(isinstance(e, str) for e in meta["externals"])
+        and isinstance(meta.get("environments", []), list)
+        and all(isinstance(e, list) for e in meta.get("environments", []))
+    )
 
 
 def lock(key: str):

@@ -115,6 +115,20 @@ def _kernel_name(kernel: Any) -> str:
     return getattr(py_func, "__qualname__", repr(py_func))
 
 
+def _as_array(name: str, i: int, a: Any) -> Any:
+    import jax
+
+    if isinstance(a, jax.Array):
+        return a
+    try:
+        return jax.numpy.asarray(a)
+    except (TypeError, ValueError) as err:
+        raise KernelTypeError(
+            f"numba_kernel '{name}': input {i} ({type(a).__name__}) is not an array "
+            f"JAX accepts: {err} Pass a numeric NumPy or JAX array."
+        ) from None
+
+
 def _check_dtype(name: str, what: str, dtype: Any) -> str:
     try:
         abi.dtype_code(dtype)
@@ -162,6 +176,14 @@ class NumbaKernel:
                 f"numba_kernel '{self.name}': vmap_method must be one of "
                 f"{VMAP_METHODS}, got {vmap_method!r}."
             )
+        if input_output_aliases is not None and not isinstance(
+            input_output_aliases, dict
+        ):
+            raise KernelTypeError(
+                f"numba_kernel '{self.name}': input_output_aliases must be a dict "
+                f"{{input index: output index}} or None (got "
+                f"{type(input_output_aliases).__name__}: {input_output_aliases!r})."
+            )
         self.aliases = dict(input_output_aliases or {})
         for i, o in self.aliases.items():
             if not (isinstance(o, int) and 0 <= o < len(self.out_specs)):
@@ -197,9 +219,7 @@ class NumbaKernel:
 
         if any(isinstance(a, jax.core.Tracer) for a in args):
             return self.bind(*args, **attrs)
-        args = tuple(
-            a if isinstance(a, jax.Array) else jax.numpy.asarray(a) for a in args
-        )
+        args = tuple(_as_array(self.name, i, a) for i, a in enumerate(args))
         attr_vals = self._attributes(attrs)
         key = (
             tuple((a.shape, a.dtype) for a in args),

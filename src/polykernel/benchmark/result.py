@@ -74,7 +74,18 @@ class BenchmarkResult:
     @classmethod
     def combine(cls, results: Iterable[BenchmarkResult]) -> BenchmarkResult:
         """Merge several results (e.g. of many primitives) into one."""
+        if isinstance(results, BenchmarkResult) or not isinstance(results, Iterable):
+            raise TypeError(
+                "BenchmarkResult.combine: results must be an iterable of "
+                f"BenchmarkResult (got {type(results).__name__})."
+            )
         results = list(results)
+        for i, r in enumerate(results):
+            if not isinstance(r, BenchmarkResult):
+                raise TypeError(
+                    f"BenchmarkResult.combine: results[{i}] is a "
+                    f"{type(r).__name__}, not a BenchmarkResult."
+                )
         names = {r.primitive_name for r in results}
         name = names.pop() if len(names) == 1 else ""
         return cls([rec for r in results for rec in r._records], primitive_name=name)
@@ -232,13 +243,26 @@ class BenchmarkResult:
 
         Raises:
             ValueError: ``format`` is not one of ``'json'``, ``'csv'``, ``'pkl'``.
+            OSError: ``path`` cannot be written (the message names it).
         """
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(
+                "BenchmarkResult.save: path must be a str or os.PathLike (got "
+                f"{type(path).__name__}: {path!r})."
+            )
         path = Path(path)
         fmt = resolve_format(path, format, "BenchmarkResult.save")
-        if fmt == "pkl":
-            save_pickle(self, path)
-        else:
-            save_records(self._records, self.primitive_name, path, fmt)
+        try:
+            if fmt == "pkl":
+                save_pickle(self, path)
+            else:
+                save_records(self._records, self.primitive_name, path, fmt)
+        except OSError as err:
+            raise OSError(
+                err.errno,
+                f"BenchmarkResult.save: cannot write '{path}' "
+                f"({err.strerror or err}); choose a writable path",
+            ) from err
         return path
 
     @classmethod
@@ -253,8 +277,13 @@ class BenchmarkResult:
             FileNotFoundError: ``path`` does not exist.
             ValueError: unknown format, or the file is not a valid result.
         """
-        path = Path(path)
         where = "BenchmarkResult.load"
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(
+                f"{where}: path must be a str or os.PathLike (got "
+                f"{type(path).__name__}: {path!r})."
+            )
+        path = Path(path)
         fmt = resolve_format(path, format, where)
         if fmt != "pkl":
             records, name = load_records(path, fmt, where)

@@ -53,7 +53,15 @@ def _select_backends(kernel: Any, platform: str, backends: Any) -> list[str]:
 
 def _configs(kernel: Any, platform: str) -> list[BenchmarkConfig]:
     name = kernel.name
-    configs = list(kernel.benchmark_data_function(platform=platform))
+    returned = kernel.benchmark_data_function(platform=platform)
+    try:
+        configs = list(returned)
+    except TypeError:
+        raise TypeError(
+            f"XLACustomKernel '{name}'.benchmark: the benchmark data function must "
+            f"return a non-empty list of BenchmarkConfig, got "
+            f"{type(returned).__name__}: {returned!r}."
+        ) from None
     bad = [type(c).__name__ for c in configs if not isinstance(c, BenchmarkConfig)]
     if bad or not configs:
         got = f"items of type {sorted(set(bad))}" if bad else "an empty list"

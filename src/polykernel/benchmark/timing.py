@@ -132,6 +132,11 @@ def benchmark_function(
     """
     import jax
 
+    if not callable(fn):
+        raise TypeError(
+            f"benchmark_function: fn must be callable (got {type(fn).__name__}: "
+            f"{fn!r}); pass the function to time."
+        )
     timing = time_function(
         jax.jit(fn),
         data,

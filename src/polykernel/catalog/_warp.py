@@ -72,20 +72,34 @@ def _kernels() -> types.SimpleNamespace:
     )
 
 
+def _flat(out: Any) -> Any:
+    """``out`` as a 1-d struct: the elementwise kernels see inputs of any rank flat."""
+    import jax
+
+    return jax.ShapeDtypeStruct((int(out.size),), out.dtype)
+
+
 def _scaled_add(outs: Any, alpha: float, **kwargs: Any) -> Any:
     from ..backends.warp import warp_kernel
 
-    f = warp_kernel(_kernels().scaled_add, outs[0])
-    return lambda x, y: f(x, y, alpha=alpha)
+    f = warp_kernel(_kernels().scaled_add, _flat(outs[0]))
+    shape = outs[0].shape
+    return lambda x, y: f(x.reshape(-1), y.reshape(-1), alpha=alpha).reshape(shape)
 
 
 def _lif_step(outs: Any, **params: Any) -> Any:
     from ..backends.warp import warp_kernel
 
-    f = warp_kernel(_kernels().lif_step, list(outs))
+    f = warp_kernel(_kernels().lif_step, [_flat(o) for o in outs])
     names = ("tau_inv", "v_th", "v_rest", "dt")
     scalars = {k: float(params[k]) for k in names}
-    return lambda v, i_ext: f(v, i_ext, **scalars)
+    shapes = [o.shape for o in outs]
+
+    def step(v: Any, i_ext: Any) -> Any:
+        flat = f(v.reshape(-1), i_ext.reshape(-1), **scalars)
+        return [r.reshape(s) for r, s in zip(flat, shapes, strict=True)]
+
+    return step
 
 
 def _csrmv(outs: Any, transpose: bool, **kwargs: Any) -> Any:

@@ -59,6 +59,8 @@ def _numba_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
 
     @numba.njit
     def kernel(x, y, out):
+        # Any rank: the buffers are C-contiguous, so flat views cover them.
+        x, y, out = x.reshape(-1), y.reshape(-1), out.reshape(-1)
         for i in range(out.size):
             out[i] = scale * x[i] + y[i]
 

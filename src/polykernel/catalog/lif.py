@@ -66,6 +66,9 @@ def _numba_generator(
 
     @numba.njit
     def kernel(v, i_ext, v_next, spikes):
+        # Any rank: the buffers are C-contiguous, so flat views cover them.
+        v, i_ext = v.reshape(-1), i_ext.reshape(-1)
+        v_next, spikes = v_next.reshape(-1), spikes.reshape(-1)
         for k in range(v.size):
             candidate = v[k] + step * (-(v[k] - vr) * ti + i_ext[k])
             fired = candidate >= th

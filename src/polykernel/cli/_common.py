@@ -7,12 +7,27 @@ and it imports nothing from them, so the imports only point one way.
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
-__all__ = ["CliError", "csv_list", "nonneg_int", "pos_int", "suffixed"]
+__all__ = [
+    "CliError",
+    "CliUsageError",
+    "check_writable",
+    "csv_list",
+    "nonneg_int",
+    "pos_int",
+    "suffixed",
+]
 
 
 class CliError(Exception):
     """A runtime failure the CLI reports as one line and exit code 1."""
+
+
+class CliUsageError(CliError):
+    """Arguments that cannot work (exit code 2), found after parsing: a ``--module``
+    that exits, a backend no selected primitive has, an unwritable output path."""
 
 
 def pos_int(text: str) -> int:
@@ -51,3 +66,33 @@ def suffixed(*suffixes: str):
 def csv_list(text: str) -> list[str]:
     """``argparse`` type: ``"a, b,c"`` -> ``["a", "b", "c"]``."""
     return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def check_writable(path: str, option: str) -> None:
+    """Fail early (before a long run) when ``path`` cannot be written.
+
+    Missing parent directories are fine (they are created on save) as long as
+    the nearest existing ancestor is a directory we may write to.
+
+    Raises:
+        CliUsageError: ``path`` is a directory, or its directory cannot be
+            created or written.
+    """
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise CliUsageError(f"{option} {path}: is a directory; give a file name.")
+    ancestor = target.parent.absolute()
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise CliUsageError(
+            f"{option} {path}: cannot create it because '{ancestor}' is not a "
+            "directory. Choose another path."
+        )
+    writable = os.access(ancestor, os.W_OK | os.X_OK)
+    if not writable or (target.exists() and not os.access(target, os.W_OK)):
+        where = f"in '{ancestor}'" if not writable else "on the file"
+        raise CliUsageError(
+            f"{option} {path}: not writable (no write permission {where}). "
+            "Choose a path you can write to."
+        )

@@ -6,7 +6,15 @@ import sys
 import warnings
 from typing import Any
 
-from ._common import CliError, csv_list, nonneg_int, pos_int, suffixed
+from ._common import (
+    CliError,
+    CliUsageError,
+    check_writable,
+    csv_list,
+    nonneg_int,
+    pos_int,
+    suffixed,
+)
 from .selection import add_selection_args, select
 
 __all__ = ["cmd_benchmark", "register"]
@@ -75,6 +83,16 @@ def _runnable(chosen: dict[str, Any], platform: str) -> list[Any]:
     return kernels
 
 
+def _check_backends(kernels: list[Any], args: Any) -> None:
+    registered = {b for k in kernels for b in k.available_backends(args.platform)}
+    unknown = sorted(set(args.backends or ()) - registered)
+    if unknown:
+        raise CliUsageError(
+            f"--backends {', '.join(unknown)}: not registered on {args.platform} by "
+            f"any selected primitive (registered: {', '.join(sorted(registered))})."
+        )
+
+
 def _plan_all(kernels: list[Any], args: Any) -> tuple[list[Any], list[str]]:
     """Plan every primitive first, so the progress total is the whole run's."""
     from ..benchmark import plan_benchmark
@@ -123,7 +141,11 @@ def _run_all(kernels: list[Any], args: Any) -> tuple[Any, list[str]]:
 
 def cmd_benchmark(args: Any) -> int:
     """Handler of ``polykernel benchmark``."""
+    for path, option in ((args.output, "--output"), (args.plot, "--plot")):
+        if path:
+            check_writable(path, option)
     kernels = _runnable(select(args), args.platform)
+    _check_backends(kernels, args)
     result, errors = _run_all(kernels, args)
     print(result.table())
     if args.output:

@@ -1,7 +1,9 @@
 """Parse ``polykernel`` arguments and run the chosen sub-command's handler.
 
 Exit codes: 0 success, 1 a runtime failure (an import or benchmark error; with
-``--strict`` also a failed backend or an output mismatch), 2 a usage error. Errors
+``--strict`` also a failed backend or an output mismatch), 2 a usage error (from
+argparse, or found later: a ``--module`` that calls ``sys.exit``, an unknown
+``--backends`` name, an unwritable ``--output`` path). Errors
 are printed to stderr as one line; ``--debug`` adds the traceback.
 """
 
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 
 from .._version import __version__
 from . import benchmark, cache, check, defaults, info, listing
+from ._common import CliUsageError
 
 __all__ = ["build_parser", "main"]
 
@@ -68,9 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("polykernel: interrupted", file=sys.stderr)
         return 130
+    except SystemExit as exc:  # a sub-parser's .error(): usage printed already
+        return exc.code if isinstance(exc.code, int) else 2
     except Exception as err:
         if args.debug:
             traceback.print_exc()
         where = " ".join(filter(None, [args.command, getattr(args, "action", None)]))
         print(f"polykernel {where}: error: {_one_line(err)}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, CliUsageError) else 1

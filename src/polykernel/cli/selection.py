@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ._common import CliError
+from ._common import CliError, CliUsageError
 
 __all__ = ["CATALOG", "add_selection_args", "import_modules", "select"]
 
@@ -56,6 +56,7 @@ def import_modules(modules: list[str], catalog: bool = True) -> None:
 
     Raises:
         CliError: a module cannot be imported (names it and the cause).
+        CliUsageError: a module calls ``sys.exit`` while being imported.
     """
     wanted = list(modules)
     if catalog and importlib.util.find_spec(CATALOG) is not None:
@@ -74,6 +75,12 @@ def import_modules(modules: list[str], catalog: bool = True) -> None:
                 f"cannot import module {mod!r} ({type(err).__name__}: {err}). "
                 "Check the name and that it is importable (PYTHONPATH)."
             ) from err
+        except SystemExit as exc:  # the module ran a script's `sys.exit(...)`
+            raise CliUsageError(
+                f"module {mod!r} called sys.exit({exc.code!r}) while being imported. "
+                "Pass a module that only defines and registers primitives (guard "
+                "script code with `if __name__ == '__main__':`)."
+            ) from None
 
 
 def select(args: Any) -> dict[str, Any]:

@@ -19,6 +19,9 @@ from . import abi
 
 __all__ = ["create_error", "handler_error", "kernel_exception"]
 
+# XLA_FFI_AttrType values other than SCALAR, as a caller would describe them.
+_ATTR_KINDS = {1: "an array", 2: "a dictionary", 4: "a string"}
+
 
 class _ErrorCreateArgs(ctypes.Structure):
     _fields_ = (
@@ -84,9 +87,12 @@ def _what(kind: int, a: int, b: int, c: int, ins, outs, attrs) -> str:
             f"{abi.dtype_name(b)} of rank {c}"
         )
     if kind == 3:
+        if b != abi.ATTR_TYPE_SCALAR:  # the dtype word of a non-scalar is junk
+            what = _ATTR_KINDS.get(b, f"an attribute of type {b}")
+            return f"attribute {attrs[a]} must be a scalar of that dtype, got {what}"
         return (
-            f"attribute {attrs[a]} must be a scalar of that dtype, got attribute "
-            f"type {b} with dtype {abi.dtype_name(c)}"
+            f"attribute {attrs[a]} must be a scalar of that dtype, got a scalar "
+            f"of dtype {abi.dtype_name(c)}"
         )
     if kind == 4:
         return (

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attribute_values import convert_attribute
 from ..errors import KernelCallError
 from .argspec import FunctionSpec
 from .compiled import CompiledModule
@@ -63,7 +64,16 @@ class NativeFunction:
                 f"(spec {spec.tokens()}), got {len(args)}."
             )
         single = hasattr(outs, "shape") and hasattr(outs, "dtype")
-        out_list = [outs] if single else list(outs)
+        out_list = (
+            [outs] if single else list(outs) if isinstance(outs, list | tuple) else None
+        )
+        if out_list is None or not all(
+            hasattr(o, "shape") and hasattr(o, "dtype") for o in out_list
+        ):
+            raise KernelCallError(
+                f"{self._where}: `outs` must be a jax.ShapeDtypeStruct or a list of "
+                f"them, one per 'ret' (got {type(outs).__name__}: {outs!r})."
+            )
         if len(out_list) != len(spec.rets):
             raise KernelCallError(
                 f"{self._where}: expected {len(spec.rets)} output spec(s) in `outs`, "
@@ -113,13 +123,8 @@ class NativeFunction:
                     "are compile-time constants. Mark it static (static_argnames) or "
                     "pass it as an input array instead."
                 )
-            try:
-                out[name] = _np_dtype(expected[name]).type(value)
-            except (TypeError, ValueError, OverflowError) as err:
-                raise KernelCallError(
-                    f"{self._where}: attribute '{name}'={value!r} cannot be converted "
-                    f"to {expected[name]} ({err})."
-                ) from None
+            dtype = _np_dtype(expected[name])
+            out[name] = convert_attribute(self._where, name, value, dtype)
         return out
 
 
