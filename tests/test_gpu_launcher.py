@@ -28,11 +28,17 @@ from polykernel.gpu import (
     LaunchSpec,
     build_launcher,
     constant,
+    launcher_build,
     launcher_library,
     pointer,
     register_gpu_kernel,
 )
 from polykernel.gpu.launcher import kernel_id
+from polykernel.gpu.launcher_build import (
+    launcher_key,
+    launcher_source,
+    launcher_sources,
+)
 
 F32 = abi.DTYPE_CODES["float32"]
 AXPY_SRC = r"""
@@ -206,6 +212,64 @@ def test_cubins_for_sm80_and_sm90_from_nvrtc_register():
 def test_the_launcher_builds_with_nvcc():
     path, _ = build_launcher("nvcc")
     assert path.is_file() and path != launcher_library().path
+
+
+def test_the_cache_key_covers_every_file_of_the_launcher():
+    sources = launcher_sources()
+    headers = sorted(launcher_source().with_suffix("").glob("*.h"))
+    assert {"driver.h", "spec.h", "plan.h", "load.h"} <= {h.name for h in headers}
+    expected = ["gpu_launcher.cc"] + [f"gpu_launcher/{h.name}" for h in headers]
+    assert list(sources) == expected  # the .cc, then every header sorted by name
+    context = {"flags": "-O3", "compiler": "g++ 12"}
+    key = launcher_key(sources, context)
+    assert launcher_key(dict(reversed(sources.items())), context) == key
+    for name, data in sources.items():
+        edited = {**sources, name: data + b"// edit\n"}
+        assert launcher_key(edited, context) != key, name
+    renamed = {n.replace("plan.h", "other.h"): d for n, d in sources.items()}
+    assert launcher_key(renamed, context) != key
+    assert launcher_key(sources, {**context, "flags": "-O2"}) != key
+
+
+class _KeyComputed(Exception):
+    pass
+
+
+def _build_key(monkeypatch, compiler=None, sources=None):
+    """The cache key build_launcher computes, and its flags (stops before the build)."""
+    seen = {}
+
+    def record(files, context):
+        seen.update(files=files, flags=context["flags"].split("\0"))
+        seen["key"] = launcher_key(files, context)
+        raise _KeyComputed
+
+    monkeypatch.setattr(launcher_build, "launcher_key", record)
+    if sources is not None:
+        monkeypatch.setattr(launcher_build, "launcher_sources", lambda: sources)
+    with pytest.raises(_KeyComputed):
+        build_launcher(compiler)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "compiler",
+    [
+        None,
+        pytest.param(
+            "nvcc",
+            marks=pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc"),
+        ),
+    ],
+)
+def test_editing_a_launcher_header_changes_the_build_key(monkeypatch, compiler):
+    first = _build_key(monkeypatch, compiler)
+    assert f"-I{launcher_source().with_suffix('')}" in first["flags"]
+    assert "gpu_launcher/plan.h" in first["files"]
+    edited = {**first["files"]}
+    edited["gpu_launcher/plan.h"] += b"// edit\n"
+    assert _build_key(monkeypatch, compiler, edited)["key"] != first["key"]
+    assert _build_key(monkeypatch, compiler, first["files"])["key"] == first["key"]
 
 
 @pytest.mark.gpu

@@ -2,7 +2,8 @@
 
 - :mod:`.layout`: the parameter layout and launch spec (pure, unit-tested);
 - :mod:`.batching`: what a call launches under ``jax.vmap`` (pure);
-- :mod:`.launcher_build`: build and load ``native/gpu_launcher.cc`` (cached);
+- :mod:`.launcher_build`: build and load ``native/gpu_launcher.cc`` and its
+  headers in ``native/gpu_launcher/`` (cached);
 - :mod:`.launcher`: :func:`register_gpu_kernel`, content-derived kernel ids.
 
 See ``docs/gpu.md``. Importing this package imports neither JAX nor any GPU package

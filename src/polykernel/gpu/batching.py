@@ -2,7 +2,7 @@
 
 With ``vmap_method="expand_dims"`` or ``"broadcast_all"`` a GPU kernel receives its
 buffers with ``K`` extra leading axes. The rule, shared by the native launcher
-(``plan_batch`` in ``native/gpu_launcher.cc``) and the CPU emulators here:
+(``plan_batch`` in ``native/gpu_launcher/plan.h``) and the CPU emulators here:
 
 * output 0 fixes the batch shape: its rank minus its compiled rank is ``K``, and its
   leading ``K`` dims are the batch shape;

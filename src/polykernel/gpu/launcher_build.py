@@ -1,13 +1,15 @@
 """Build (once, cached) and load the native GPU launcher library.
 
-The launcher is a fixed C++ source, ``native/gpu_launcher.cc``, compiled with the
-native pipeline's compiler driver and stored in its content-keyed cache: the key
-covers the source, our headers and jaxlib's FFI C API header (the handler speaks
-that ABI), the command line and the compiler's fingerprint. A cache hit in a new
-process runs no compiler. It needs no CUDA toolkit: the driver API is loaded with
-``dlopen("libcuda.so.1")`` on first use, so the library builds with the host C++
-compiler and loads on machines without a GPU. ``compiler="nvcc"`` builds the same
-source with nvcc instead (a check that it compiles as CUDA too).
+The launcher is a fixed C++ source, ``native/gpu_launcher.cc`` with its headers in
+``native/gpu_launcher/`` (on the include path), compiled with the native
+pipeline's compiler driver and stored in its content-keyed cache: the key covers
+every file of the launcher (:func:`launcher_key`), our headers and jaxlib's FFI C
+API header (the handler speaks that ABI), the command line and the compiler's
+fingerprint. A cache hit in a new process runs no compiler. It needs no CUDA
+toolkit: the driver API is loaded with ``dlopen("libcuda.so.1")`` on first use, so
+the library builds with the host C++ compiler and loads on machines without a GPU.
+``compiler="nvcc"`` builds the same source with nvcc instead (a check that it
+compiles as CUDA too).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hashlib
 import shutil
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from .._version import __version__
@@ -38,19 +41,62 @@ from ..native.toolchain import (
 )
 from .layout import ABI_VERSION
 
-__all__ = ["LauncherLibrary", "build_launcher", "launcher_library", "launcher_source"]
+__all__ = [
+    "LauncherLibrary",
+    "build_launcher",
+    "launcher_key",
+    "launcher_library",
+    "launcher_source",
+    "launcher_sources",
+]
 
 _NAME = "polykernel_gpu_launcher"
 _lock = threading.Lock()
-_OPTIONS = CompileOptions(extra_cflags=("-pthread",), ldflags=("-ldl",))
-_NVCC_OPTIONS = CompileOptions(
-    extra_cflags=("-Xcompiler", "-pthread"), ldflags=("-ldl",)
-)
+_HOST_CFLAGS = ("-pthread",)
+_NVCC_CFLAGS = ("-Xcompiler", "-pthread")
 
 
 def launcher_source() -> Path:
     """Path of the launcher's C++ source inside the installed package."""
     return Path(__file__).resolve().parent.parent / "native" / "gpu_launcher.cc"
+
+
+def _launcher_headers_dir() -> Path:
+    """The launcher's own headers (driver, spec, plan, load): an ``-I`` directory."""
+    return launcher_source().with_suffix("")
+
+
+def launcher_sources() -> dict[str, bytes]:
+    """Every file the launcher compiles from, by path relative to ``native/``.
+
+    The ``.cc`` and each header of ``native/gpu_launcher/``: all of them feed the
+    cache key, so an edit to any one rebuilds.
+    """
+    main, headers = launcher_source(), _launcher_headers_dir()
+    files = {main.name: main.read_bytes()}
+    for h in sorted(headers.glob("*.h")):
+        files[f"{headers.name}/{h.name}"] = h.read_bytes()
+    return files
+
+
+def launcher_key(sources: Mapping[str, bytes], context: Mapping[str, str]) -> str:
+    """The launcher's cache key: its files (sorted by name, name and content) and
+    the build ``context`` (command line, compiler fingerprint, versions...)."""
+    h = hashlib.sha256()
+    for name in sorted(sources):
+        data = sources[name]
+        # the length keeps file boundaries unambiguous
+        h.update(f"{name}\0{len(data)}\0".encode() + data)
+    return cache.compute_key({**context, "sources": h.hexdigest()})
+
+
+def _options(compiler: str | None) -> CompileOptions:
+    cflags = _NVCC_CFLAGS if compiler == "nvcc" else _HOST_CFLAGS
+    return CompileOptions(
+        extra_cflags=cflags,
+        include_paths=(str(_launcher_headers_dir()),),
+        ldflags=("-ldl",),
+    )
 
 
 def _headers_digest() -> str:
@@ -77,9 +123,10 @@ def build_launcher(compiler: str | None = None) -> tuple[Path, bool]:
     import jax
     import jaxlib
 
-    source = launcher_source().read_text()
+    sources = launcher_sources()
+    source = sources[launcher_source().name].decode()
     store = cache.native_root() / "toolchains"
-    options = _NVCC_OPTIONS if compiler == "nvcc" else _OPTIONS
+    options = _options(compiler)
     if compiler == "nvcc":
         platform, tool, ext = "cuda", find_nvcc(), "cu"
         host = find_host_compiler()
@@ -89,16 +136,16 @@ def build_launcher(compiler: str | None = None) -> tuple[Path, bool]:
     static = has_static_runtime(host, store)
     arches = ("80",) if platform == "cuda" else ()
     cmd = build_command(platform, tool, options, arches, "<src>", "<out>", static)
-    key = cache.compute_key(
+    key = launcher_key(
+        sources,
         {
             "component": f"{_NAME} abi {ABI_VERSION}",
-            "source": source,
             "flags": "\0".join(cmd[1:]),
             "compiler": fingerprint(tool, store),
             "headers": _headers_digest(),
             "jax": f"jax {jax.__version__} jaxlib {jaxlib.__version__}",
             "polykernel": __version__,
-        }
+        },
     )
     lib = cache.lookup(key)
     if lib is not None:

@@ -6,7 +6,7 @@ shapes and strides of Numba arrays, Triton's null scratch pointers) and, per cal
 patches the buffers' device pointers into it. A :class:`LaunchSpec` is that
 description plus what the launcher checks (each buffer's dtype and unbatched shape)
 and the launch configuration; :meth:`LaunchSpec.encode` is the byte format
-``native/gpu_launcher.cc`` parses, and :meth:`LaunchSpec.pack` is the reference
+``native/gpu_launcher/spec.h`` parses, and :meth:`LaunchSpec.pack` is the reference
 packer the native one is tested against.
 
 Everything here is pure: no JAX, no CUDA, no disk.
