@@ -16,7 +16,23 @@ import numpy as np
 
 from .errors import KernelRegistrationError, KernelTypeError
 
-__all__ = ["RESERVED_KEYWORDS", "check_keywords", "flatten_outs", "kernel_outs"]
+__all__ = [
+    "RESERVED_KEYWORDS",
+    "VMAP_METHODS",
+    "as_array",
+    "check_keywords",
+    "flatten_outs",
+    "kernel_outs",
+]
+
+#: The ``vmap_method`` values of the kernel wrappers (``None``: the wrapper's default).
+VMAP_METHODS = (
+    None,
+    "sequential",
+    "sequential_unrolled",
+    "expand_dims",
+    "broadcast_all",
+)
 
 #: Keywords with a meaning of their own; a kernel parameter cannot use these names.
 RESERVED_KEYWORDS = frozenset({"outs", "backend", "ins"})
@@ -108,6 +124,23 @@ def _struct(owner: str, i: int, leaf: Any) -> jax.ShapeDtypeStruct:
             "which is not a NumPy/JAX dtype."
         ) from None
     return jax.ShapeDtypeStruct(shape, dtype)
+
+
+def as_array(where: str, i: int, x: Any) -> Any:
+    """Input ``i`` as an array JAX accepts (tracers and arrays pass through).
+
+    Raises:
+        KernelTypeError: JAX cannot convert it (a string, an object array, ...).
+    """
+    if hasattr(x, "aval"):
+        return x
+    try:
+        return jax.numpy.asarray(x)
+    except (TypeError, ValueError) as err:
+        raise KernelTypeError(
+            f"{where}: input {i} ({type(x).__name__}) is not an array JAX accepts: "
+            f"{err} Pass a numeric NumPy or JAX array."
+        ) from None
 
 
 def check_keywords(owner: str, kwargs: Mapping[str, Any]) -> None:

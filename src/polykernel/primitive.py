@@ -12,11 +12,10 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from . import _jax_compat as jc, registry, sharding
-from .call_spec import check_keywords, flatten_outs
+from .call_spec import as_array, check_keywords, flatten_outs
 from .errors import (
     KernelRegistrationError,
     KernelTypeError,
@@ -133,7 +132,8 @@ class XLACustomKernel(CatalogMixin):
         check_keywords(self.name, kwargs)
         if backend is not None:
             self._check_backend_known(backend)
-        arrays = [_as_array(self.name, i, x) for i, x in enumerate(ins)]
+        where = f"XLACustomKernel '{self.name}'"
+        arrays = [as_array(where, i, x) for i, x in enumerate(ins)]
         results = self.primitive.bind(*arrays, outs=structs, backend=backend, **kwargs)
         return treedef.unflatten(results)
 
@@ -369,18 +369,6 @@ class XLACustomKernel(CatalogMixin):
             self.primitive,
             sharding.sharding_rule(self.name, rule, partition, need_replication),
         )
-
-
-def _as_array(owner: str, i: int, x: Any) -> Any:
-    if hasattr(x, "aval"):
-        return x
-    try:
-        return jnp.asarray(x)
-    except (TypeError, ValueError) as err:
-        raise KernelTypeError(
-            f"XLACustomKernel '{owner}': input {i} ({type(x).__name__}) is not an "
-            f"array JAX accepts: {err} Pass a numeric NumPy or JAX array."
-        ) from None
 
 
 def _check_callable(owner: str, method: str, fun: Any) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..call_spec import kernel_outs
+from ..call_spec import VMAP_METHODS, as_array, kernel_outs
 from ..errors import (
     KernelCompilationError,
     KernelExecutionError,
@@ -44,13 +44,6 @@ from ..ffi.naming import kernel_fingerprint, target_name
 
 __all__ = ["NumbaKernel", "numba_kernel"]
 
-VMAP_METHODS = (
-    None,
-    "sequential",
-    "sequential_unrolled",
-    "expand_dims",
-    "broadcast_all",
-)
 _ATTR_DTYPES = tuple(n for n in abi.DTYPE_CODES if n not in ("float16", "bfloat16"))
 _ATTR_DTYPES = tuple(n for n in _ATTR_DTYPES if not n.startswith("complex"))
 _TEMPLATE_VERSION = "2"  # bump when the generated handler changes meaning
@@ -113,20 +106,6 @@ def numba_kernel(
 def _kernel_name(kernel: Any) -> str:
     py_func = getattr(kernel, "py_func", kernel)
     return getattr(py_func, "__qualname__", repr(py_func))
-
-
-def _as_array(name: str, i: int, a: Any) -> Any:
-    import jax
-
-    if isinstance(a, jax.Array):
-        return a
-    try:
-        return jax.numpy.asarray(a)
-    except (TypeError, ValueError) as err:
-        raise KernelTypeError(
-            f"numba_kernel '{name}': input {i} ({type(a).__name__}) is not an array "
-            f"JAX accepts: {err} Pass a numeric NumPy or JAX array."
-        ) from None
 
 
 def _check_dtype(name: str, what: str, dtype: Any) -> str:
@@ -219,7 +198,8 @@ class NumbaKernel:
 
         if any(isinstance(a, jax.core.Tracer) for a in args):
             return self.bind(*args, **attrs)
-        args = tuple(_as_array(self.name, i, a) for i, a in enumerate(args))
+        where = f"numba_kernel '{self.name}'"
+        args = tuple(as_array(where, i, a) for i, a in enumerate(args))
         attr_vals = self._attributes(attrs)
         key = (
             tuple((a.shape, a.dtype) for a in args),

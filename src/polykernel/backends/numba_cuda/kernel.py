@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ...call_spec import VMAP_METHODS
 from ...errors import KernelCallError, KernelRegistrationError
 from ...gpu.layout import BufferSpec
 from ...platform_context import traced_for_gpu
@@ -41,14 +42,6 @@ from .outs import flatten_outs, unflatten
 from .simulator import run_batched, run_kernel
 
 __all__ = ["NumbaCudaKernel", "numba_cuda_kernel", "use_gpu_path"]
-
-VMAP_METHODS = (
-    None,
-    "sequential",
-    "sequential_unrolled",
-    "expand_dims",
-    "broadcast_all",
-)
 
 
 def use_gpu_path() -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ...call_spec import kernel_outs
+from ...call_spec import VMAP_METHODS, kernel_outs
 from ...errors import KernelRegistrationError, KernelTypeError
 from ...ffi.handler_ir.signature import Signature
 from .call_check import check_arrays, scalar_attributes
@@ -35,9 +35,6 @@ from .platform import current_platform
 from .types import import_warp, warp_dtype_name
 
 __all__ = ["VMAP_METHODS", "WarpKernel", "warp_kernel"]
-
-VMAP_METHODS = (None, "sequential", "sequential_unrolled", "expand_dims",
-                "broadcast_all")  # fmt: skip
 
 
 def warp_kernel(
