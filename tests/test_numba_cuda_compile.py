@@ -156,7 +156,7 @@ def test_numpy_shim_lets_numba_cuda_compile_without_row_stack(run_env):
         import sys
         import numpy as np
         from polykernel.backends.numba_cuda.numpy_shim import apply_numpy_shim
-        del np.row_stack  # what NumPy >= 2.5 looks like
+        np.__dict__.pop("row_stack", None)  # what NumPy >= 2.5 looks like
         np.__all__ = [n for n in np.__all__ if n != "row_stack"]
         from numba import cuda, types
 

@@ -29,7 +29,10 @@ def _launch(n: int) -> dict[str, int]:
 def _kernels() -> dict[str, Any]:
     # Module globals, not locals: the simulator swaps the module's ``cuda`` name.
     global cuda, float32
-    from numba import cuda, float32
+    from ..backends.numba_cuda.compiler import require_numba_cuda
+
+    cuda = require_numba_cuda("polykernel.catalog")
+    from numba import float32
 
     @cuda.jit
     def scaled_add(x, y, alpha, out):

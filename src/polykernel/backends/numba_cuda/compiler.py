@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from typing import Any
 
 from ...errors import (
@@ -34,11 +35,24 @@ _EXTERN = re.compile(r"\.extern\s+\.func[^;]*?([A-Za-z_$][\w$]*)\s*\(")
 _DRIVER_BUILTINS = {"vprintf"}  # resolved by the driver when the module loads
 
 
+_GENERIC_TIMEDELTA = "The 'generic' unit for NumPy timedelta is deprecated"
+
+
 def require_numba_cuda(where: str = "numba_cuda_kernel") -> Any:
-    """Import and return ``numba.cuda`` (the real target), or name the extra."""
+    """Import and return ``numba.cuda`` (the real target), or name the extra.
+
+    numba-cuda 0.30 builds ``np.timedelta64`` values with NumPy's deprecated generic
+    unit while it imports; NumPy >= 2.5 warns about it once. The warning is about
+    numba-cuda's own code, not the user's, so that one message is silenced here (a
+    program run with ``-W error`` would otherwise fail to import it).
+    """
     try:
-        from numba import cuda
-        from numba.cuda.dispatcher import CUDADispatcher  # noqa: F401
+        with warnings.catch_warnings():
+            warnings.filterwarnings(
+                "ignore", message=_GENERIC_TIMEDELTA, category=DeprecationWarning
+            )
+            from numba import cuda
+            from numba.cuda.dispatcher import CUDADispatcher  # noqa: F401
     except ImportError as err:
         raise BackendUnavailableError(
             f"{where}: Numba's CUDA target is not installed ({err}). Install it with "
