@@ -57,7 +57,22 @@ test: $(VENV)/.installed
 	'numba', numba.__version__)"
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The GPU flavour of jax lives in its own virtualenv so `make test` stays CPU-only.
+# GPU runs. Where a Python with a CUDA-enabled JAX and pytest is already there (the
+# GPU machines we are lent have one, and no network), the suite runs from the source
+# tree with it and installs nothing (.ci/gpu-python finds it; GPU_PYTHON=... names
+# one). Elsewhere the GPU flavour of jax gets its own virtualenv, so `make test`
+# stays CPU-only.
+ifneq ($(filter test-gpu demo-gpu,$(MAKECMDGOALS)),)
+GPU_PYTHON := $(shell .ci/gpu-python 2>/dev/null)
+endif
+ifneq ($(GPU_PYTHON),)
+GPU_PY := PYTHONPATH=$(CURDIR)/src$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_PYTHON)
+GPU_DEPS :=
+else
+GPU_PY := $(VENV)-gpu/bin/python
+GPU_DEPS := $(VENV)-gpu/.installed
+endif
+
 $(VENV)-gpu/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)-gpu
 	$(VENV)-gpu/bin/python -m pip install --quiet --upgrade pip
@@ -66,12 +81,13 @@ $(VENV)-gpu/.installed: pyproject.toml
 
 # The demo on every platform JAX sees: the catalog's GPU kernels (numba_cuda, triton,
 # pallas, warp where installed) are benchmarked beside the CPU ones.
-demo-gpu: $(VENV)-gpu/.installed
+demo-gpu: $(GPU_DEPS)
 	mkdir -p -m 700 $(RUN_DIR)
-	$(RUN_ENV) JAX_PLATFORMS=cpu,cuda $(VENV)-gpu/bin/python -m polykernel.demo --output demo-output
+	$(RUN_ENV) JAX_PLATFORMS=cpu,cuda $(GPU_PY) -m polykernel.demo --output demo-output
 
-test-gpu: $(VENV)-gpu/.installed
-	POLYKERNEL_TEST_GPU=1 $(VENV)-gpu/bin/python -m pytest $(PYTEST_ARGS)
+test-gpu: $(GPU_DEPS)
+	@echo "== test-gpu with $(GPU_PY)"
+	POLYKERNEL_TEST_GPU=1 $(GPU_PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check src tests examples benchmarks

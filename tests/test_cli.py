@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -43,7 +44,10 @@ def env(run_env, tmp_path):
     return run_env | {
         "POLYKERNEL_CONFIG_DIR": str(tmp_path / "cfg"),
         "POLYKERNEL_CACHE_DIR": str(tmp_path / "cache"),
-        "PYTHONPATH": str(tmp_path),
+        # Kept, not replaced: `make test-gpu` may run polykernel from src/ this way.
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(tmp_path), run_env.get("PYTHONPATH")) if p
+        ),
     }
 
 
