@@ -109,10 +109,21 @@ def _helpers_interpreted() -> Iterator[None]:
     launch (under the lock) a call runs the function's interpreted rewrite with
     the language patched for it, and restores the patch afterwards.
     """
+    from triton.runtime import interpreter
     from triton.runtime.interpreter import _patch_lang
     from triton.runtime.jit import JITFunction
 
     original = JITFunction.__call__
+    original_tensor_patch = getattr(interpreter, "_patch_lang_tensor", None)
+
+    def tensor_patch(tensor: Any, scope: Any) -> None:
+        # Triton <= 3.6 reads a scalar as int(data) where data has shape (1,), which
+        # NumPy >= 2.4 refuses ("only 0-dimensional arrays ..."): `range(start,
+        # end)` over loaded scalars failed. Newer Triton squeezes first; so do we.
+        original_tensor_patch(tensor, scope)
+        scope.set_attr(
+            tensor, "__index__", lambda self: int(self.handle.data.squeeze())
+        )
 
     def interpreted(self: Any, *args: Any, **kwargs: Any) -> Any:
         scope = _patch_lang(self.fn)
@@ -122,10 +133,14 @@ def _helpers_interpreted() -> Iterator[None]:
             scope.restore()
 
     JITFunction.__call__ = interpreted
+    if original_tensor_patch is not None:
+        interpreter._patch_lang_tensor = tensor_patch
     try:
         yield
     finally:
         JITFunction.__call__ = original
+        if original_tensor_patch is not None:
+            interpreter._patch_lang_tensor = original_tensor_patch
 
 
 def interpret_batched(
