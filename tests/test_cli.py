@@ -97,7 +97,7 @@ def test_list_with_tags_and_names(env):
     assert by["clitest.nodata"]["benchmarkable"] is False
     assert by["clitest.good"]["backends"] == {"cpu": ["jax_raw", "numba"]}
     miss = pk(env, "list", "--no-catalog", "-m", "cli_prims", "clitest.god")
-    assert miss.returncode == 1
+    assert miss.returncode == 2  # an unknown NAME is a usage error
     assert "Did you mean: clitest.good, " in miss.stderr  # closest first
     assert len(miss.stderr.strip().splitlines()) == 1 and "Traceback" not in miss.stderr
 
@@ -197,14 +197,14 @@ def test_benchmark_without_primitives_and_bad_module(env):
     )
     assert len(none.stderr.strip().splitlines()) == 1
     bad = pk(env, "list", "--no-catalog", "-m", "no_such_module_xyz")
-    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert (
         "cannot import module 'no_such_module_xyz' (ModuleNotFoundError" in bad.stderr
     )
     debug = pk(env, "--debug", "list", "--no-catalog", "-m", "no_such_module_xyz")
-    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    assert debug.returncode == 2 and "Traceback" in debug.stderr
     missing = pk(env, "list", "--no-catalog", "-m", "nope/prims.py")
-    assert missing.returncode == 1 and "no such file: nope/prims.py" in missing.stderr
+    assert missing.returncode == 2 and "no such file: nope/prims.py" in missing.stderr
 
 
 def test_catalog_is_imported_by_default(env):
@@ -262,3 +262,18 @@ def test_main_in_process_handles_absent_catalog(monkeypatch, capsys):
     assert cli.main(["--version"]) == 0
     assert cli.main(["benchmark", "--n-runs", "x"]) == 2
     assert "expected an integer >= 1, got 'x'" in capsys.readouterr().err
+
+
+def test_a_module_that_fails_while_importing_is_a_runtime_error(env, tmp_path):
+    # It exists (not a usage error, unlike a missing module or NAME): exit code 1.
+    (tmp_path / "broken_prims.py").write_text("raise RuntimeError('boom in setup')\n")
+    out = pk(env, "list", "--no-catalog", "-m", "broken_prims")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "cannot import module 'broken_prims' (RuntimeError: boom in setup)" in (
+        out.stderr
+    )
+    inner = tmp_path / "inner_missing.py"
+    inner.write_text("import no_such_dependency_xyz\n")
+    dep = pk(env, "list", "--no-catalog", "-m", "inner_missing")
+    assert dep.returncode == 1  # the module exists; what it imports does not
+    assert "No module named 'no_such_dependency_xyz'" in dep.stderr

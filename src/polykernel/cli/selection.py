@@ -55,8 +55,9 @@ def import_modules(modules: list[str], catalog: bool = True) -> None:
     """Import the catalog (if installed and wanted) and each of ``modules``.
 
     Raises:
-        CliError: a module cannot be imported (names it and the cause).
-        CliUsageError: a module calls ``sys.exit`` while being imported.
+        CliError: a module fails while being imported (names it and the cause).
+        CliUsageError: a module or file does not exist, or calls ``sys.exit``
+            while being imported.
     """
     wanted = list(modules)
     if catalog and importlib.util.find_spec(CATALOG) is not None:
@@ -71,7 +72,15 @@ def import_modules(modules: list[str], catalog: bool = True) -> None:
             else:
                 importlib.import_module(mod)
         except Exception as err:
-            raise CliError(
+            # A module or file that does not exist is a bad argument (exit 2); one
+            # that exists but fails while importing is a runtime failure (exit 1).
+            gone = getattr(err, "name", None) or "?"
+            missing = str(err).startswith("no such file") or (
+                isinstance(err, ModuleNotFoundError)
+                and (mod == gone or mod.startswith(gone + "."))
+            )
+            error = CliUsageError if missing else CliError
+            raise error(
                 f"cannot import module {mod!r} ({type(err).__name__}: {err}). "
                 "Check the name and that it is importable (PYTHONPATH)."
             ) from err
@@ -88,7 +97,10 @@ def select(args: Any) -> dict[str, Any]:
     tags = {t.strip() for t in args.tags.split(",") if t.strip()}
     chosen = registry.get_primitives_by_tags(tags)
     for name in args.names:
-        registry.get_primitive(name)  # KeyError naming close matches
+        try:
+            registry.get_primitive(name)
+        except KeyError as err:  # an unknown NAME is a bad argument: exit 2
+            raise CliUsageError(err.args[0] if err.args else str(err)) from None
     if args.names:
         chosen = {n: k for n, k in chosen.items() if n in args.names}
     return chosen
