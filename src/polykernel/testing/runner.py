@@ -9,6 +9,7 @@ import jax
 import numpy as np
 
 from .. import _jax_compat as jc
+from ..call_spec import as_array, flatten_outs
 from ..kernel_table import lowering_platforms
 from .autodiff import check_grad, check_jvp, check_transpose, linear_inputs
 from .batching import check_vmap
@@ -198,6 +199,10 @@ def check_kernel(
     kernel = resolve_kernel(kernel)
     wanted = wanted_checks(checks, CHECKS)
     check_options(kernel, reference, backends, atol, rtol, kwargs)
+    # Bad `outs` or inputs are the caller's error: raise now, not a failed report.
+    flatten_outs(kernel.name, outs)
+    for i, a in enumerate(args):
+        as_array(f"check_kernel('{kernel.name}')", i, a)
     results: list[CheckResult] = []
     ran_somewhere = False
     for platform, device in present_platforms().items():
