@@ -274,3 +274,16 @@ def test_tpu_kernel_lowers_to_a_mosaic_custom_call():
         if "stablehlo.custom_call" in line
     ]
     assert len(calls) == 1 and "@tpu_custom_call" in calls[0]
+
+
+def test_zero_size_outputs_need_no_kernel_run():
+    # Pallas fails on zero-size blocks; an empty output has nothing to compute.
+    def double(x_ref, o_ref):
+        o_ref[...] = 2 * x_ref[...]
+
+    empty = jax.ShapeDtypeStruct((0,), jnp.float32)
+    one = pk.pallas_kernel(double, empty)
+    assert jax.jit(one)(jnp.zeros(0, jnp.float32)).shape == (0,)
+    two = pk.pallas_kernel(lambda x, a, b: None, [empty, empty])
+    a, b = two(jnp.zeros(0, jnp.float32))
+    assert a.shape == b.shape == (0,)

@@ -212,8 +212,18 @@ class PallasKernel:
         return cls(**{k: v for k, v in self.compiler_params.items() if k in fields})
 
     def __call__(self, *args: Any, **static: Any) -> Any:
+        if any(0 in tuple(o.shape) for o in self.out_specs):
+            # Nothing to compute (Pallas itself fails on zero-size blocks).
+            empty = [_empty(o) for o in self.out_specs]
+            return empty[0] if self._single else tuple(empty)
         result = self.build(self.platform(), **static)(*args)
         return result if self._single else tuple(result)
+
+
+def _empty(spec: Any) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.zeros(spec.shape, spec.dtype)
 
 
 def lowering_context(platform: str) -> contextlib.AbstractContextManager[Any]:
