@@ -25,11 +25,19 @@ from . import config
 from .cache_store import lock_path
 from .errors import CacheError
 
-__all__ = ["MAX_BYTES_ENV", "apply_size_cap", "clear", "info", "prune"]
+__all__ = [
+    "MAX_BYTES_ENV",
+    "NOT_ENTRIES",
+    "apply_size_cap",
+    "clear",
+    "info",
+    "prune",
+]
 
 MAX_BYTES_ENV = "POLYKERNEL_CACHE_MAX_BYTES"
 SECTIONS = ("native", "numba")
-_RESERVED = {"locks", "toolchains", "failed", "tmp", "handlers"}
+#: Folders of a cache section that hold bookkeeping, not cache entries.
+NOT_ENTRIES = frozenset({"locks", "toolchains", "failed", "tmp", "handlers"})
 _SUFFIX = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE = re.compile(r"(\d+(?:\.\d*)?)\s*([kKmMgGtT]?)(?:i?[bB])?")
 
@@ -49,7 +57,7 @@ def _walk_units(root: Path) -> list[_Unit]:
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         section = here.parent.name if here.parent.parent == root else None
-        if section in SECTIONS and here.name not in _RESERVED:
+        if section in SECTIONS and here.name not in NOT_ENTRIES:
             files = [p for p in here.rglob("*") if p.is_file()]
             dirnames.clear()
             units.append(_measure(files, [here], section, here))

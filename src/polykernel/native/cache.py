@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import config
-from ..cache_admin import _RESERVED, apply_size_cap, clear, info, prune
+from ..cache_admin import NOT_ENTRIES, apply_size_cap, clear, info, prune
 from ..cache_store import (
     atomic_write,
     check_private_file,
@@ -159,7 +159,7 @@ def clear_cache(name: str | None = None) -> int:
         return 0
     removed = 0
     for entry in native.iterdir():
-        if entry.name in _RESERVED or entry.is_symlink() or not entry.is_dir():
+        if entry.name in NOT_ENTRIES or entry.is_symlink() or not entry.is_dir():
             continue
         if name is not None:
             try:
