@@ -10,7 +10,6 @@ import importlib.metadata
 import importlib.util
 import json
 import platform as _platform
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -49,20 +48,14 @@ def ffi_api_version() -> str | None:
         >>> ffi_api_version()  # doctest: +SKIP
         '0.3'
     """
-    import jax.ffi
+    from ..errors import BackendUnavailableError
+    from ..ffi.abi import installed_api_version
 
-    header = Path(jax.ffi.include_dir()) / "xla" / "ffi" / "api" / "c_api.h"
-    try:
-        text = header.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    try:  # one reader of jaxlib's header: the FFI layer's
+        major, minor = installed_api_version()
+    except BackendUnavailableError:
         return None
-    found = {
-        m.group(1): m.group(2)
-        for m in re.finditer(r"#define\s+XLA_FFI_API_(MAJOR|MINOR)\s+(\d+)", text)
-    }
-    if "MAJOR" not in found or "MINOR" not in found:
-        return None
-    return f"{found['MAJOR']}.{found['MINOR']}"
+    return f"{major}.{minor}"
 
 
 def _package(dist: str, module: str, extra: str) -> tuple[bool, str]:
