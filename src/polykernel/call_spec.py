@@ -63,7 +63,7 @@ def flatten_outs(owner: str, outs: Any) -> tuple[tuple[jax.ShapeDtypeStruct, ...
                 f"{type(leaf).__name__}: {leaf!r}). Describe each output with "
                 f"jax.ShapeDtypeStruct(shape, dtype)."
             )
-        structs.append(_struct(owner, i, leaf))
+        structs.append(_struct(f"XLACustomKernel '{owner}'", f"`outs` leaf {i}", leaf))
     return tuple(structs), treedef
 
 
@@ -96,11 +96,12 @@ def kernel_outs(
             )
         if check_dtype is not None:
             check_dtype(f"outs[{i}]", out.dtype)
-        specs.append(jax.ShapeDtypeStruct(tuple(out.shape), out.dtype))
+        specs.append(_struct(where, f"outs[{i}]", out))
     return tuple(specs), single
 
 
-def _struct(owner: str, i: int, leaf: Any) -> jax.ShapeDtypeStruct:
+def _struct(where: str, what: str, leaf: Any) -> jax.ShapeDtypeStruct:
+    """``leaf`` as a ``ShapeDtypeStruct`` with int dims >= 0 and a NumPy dtype."""
     dims = leaf.shape
     if isinstance(dims, int):
         dims = (dims,)
@@ -108,20 +109,17 @@ def _struct(owner: str, i: int, leaf: Any) -> jax.ShapeDtypeStruct:
         shape = tuple(operator.index(d) for d in dims)
     except TypeError:
         raise KernelTypeError(
-            f"XLACustomKernel '{owner}': `outs` leaf {i} has shape {leaf.shape!r}; "
-            "every dimension must be an int."
+            f"{where}: {what} has shape {leaf.shape!r}; every dimension must be an int."
         ) from None
     if any(d < 0 for d in shape):
         raise KernelRegistrationError(
-            f"XLACustomKernel '{owner}': `outs` leaf {i} has shape {shape}; "
-            "dimensions must be >= 0."
+            f"{where}: {what} has shape {shape}; dimensions must be >= 0."
         )
     try:
         dtype = np.dtype(leaf.dtype)
     except TypeError:
         raise KernelTypeError(
-            f"XLACustomKernel '{owner}': `outs` leaf {i} has dtype {leaf.dtype!r}, "
-            "which is not a NumPy/JAX dtype."
+            f"{where}: {what} has dtype {leaf.dtype!r}, which is not a NumPy/JAX dtype."
         ) from None
     return jax.ShapeDtypeStruct(shape, dtype)
 
