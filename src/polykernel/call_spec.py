@@ -22,6 +22,7 @@ __all__ = [
     "as_array",
     "check_keywords",
     "flatten_outs",
+    "kernel_aliases",
     "kernel_outs",
 ]
 
@@ -98,6 +99,38 @@ def kernel_outs(
             check_dtype(f"outs[{i}]", out.dtype)
         specs.append(_struct(where, f"outs[{i}]", out))
     return tuple(specs), single
+
+
+def kernel_aliases(
+    where: str, vmap_method: object, aliases: object, n_outputs: int
+) -> dict[int, int]:
+    """Check a kernel wrapper's ``vmap_method``; return ``input_output_aliases``.
+
+    Raises:
+        KernelRegistrationError: an unknown ``vmap_method`` or an alias to an output
+            that does not exist (a ``ValueError``).
+        KernelTypeError: ``aliases`` is not a dict of ints (or None).
+    """
+    if vmap_method not in VMAP_METHODS:
+        raise KernelRegistrationError(
+            f"{where}: vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}."
+        )
+    if aliases is None:
+        return {}
+    if not isinstance(aliases, dict) or not all(
+        isinstance(k, int) and isinstance(v, int) for k, v in aliases.items()
+    ):
+        raise KernelTypeError(
+            f"{where}: input_output_aliases must be a dict {{input index: output "
+            f"index}} of ints, or None (got {type(aliases).__name__}: {aliases!r})."
+        )
+    for i, o in aliases.items():
+        if not 0 <= o < n_outputs:
+            raise KernelRegistrationError(
+                f"{where}: input_output_aliases maps input {i} to output {o!r}, but "
+                f"there are {n_outputs} outputs."
+            )
+    return dict(aliases)
 
 
 def _struct(where: str, what: str, leaf: Any) -> jax.ShapeDtypeStruct:

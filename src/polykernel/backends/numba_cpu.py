@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..call_spec import VMAP_METHODS, as_array, kernel_outs
+from ..call_spec import as_array, kernel_aliases, kernel_outs
 from ..errors import (
     KernelCompilationError,
     KernelExecutionError,
@@ -150,26 +150,12 @@ class NumbaKernel:
             outs,
             lambda what, dt: _check_dtype(self.name, what, dt),
         )
-        if vmap_method not in VMAP_METHODS:
-            raise KernelRegistrationError(
-                f"numba_kernel '{self.name}': vmap_method must be one of "
-                f"{VMAP_METHODS}, got {vmap_method!r}."
-            )
-        if input_output_aliases is not None and not isinstance(
-            input_output_aliases, dict
-        ):
-            raise KernelTypeError(
-                f"numba_kernel '{self.name}': input_output_aliases must be a dict "
-                f"{{input index: output index}} or None (got "
-                f"{type(input_output_aliases).__name__}: {input_output_aliases!r})."
-            )
-        self.aliases = dict(input_output_aliases or {})
-        for i, o in self.aliases.items():
-            if not (isinstance(o, int) and 0 <= o < len(self.out_specs)):
-                raise KernelRegistrationError(
-                    f"numba_kernel '{self.name}': input_output_aliases maps input {i} "
-                    f"to output {o!r}, but there are {len(self.out_specs)} outputs."
-                )
+        self.aliases = kernel_aliases(
+            f"numba_kernel '{self.name}'",
+            vmap_method,
+            input_output_aliases,
+            len(self.out_specs),
+        )
         if half_precision not in HALF_MODES:
             raise KernelRegistrationError(
                 f"numba_kernel '{self.name}': half_precision must be one of "

@@ -64,7 +64,9 @@ class NumbaCudaCallable:
         where = f"numba_cuda_callable '{self.name}'"
         self.out_specs, self.treedef = flatten_outs(where, outs)
         self.vmap_method = vmap_method
-        self.aliases = check_call_options(where, vmap_method, input_output_aliases)
+        self.aliases = check_call_options(
+            where, vmap_method, input_output_aliases, len(self.out_specs)
+        )
         self._target: str | None = None
 
     def __call__(self, *args: Any) -> Any:

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from ...call_spec import VMAP_METHODS
-from ...errors import KernelCallError, KernelRegistrationError
+from ...call_spec import kernel_aliases
+from ...errors import KernelCallError, KernelRegistrationError, KernelTypeError
 from ...gpu.layout import BufferSpec
 from ...platform_context import traced_for_gpu
 from .array_abi import kernel_launch_spec
@@ -50,23 +50,18 @@ def use_gpu_path() -> bool:
 
 
 def check_call_options(
-    where: str, vmap_method: object, aliases: object
+    where: str, vmap_method: object, aliases: object, n_outputs: int
 ) -> dict[int, int] | None:
-    if vmap_method not in VMAP_METHODS:
-        raise KernelRegistrationError(
-            f"{where}: vmap_method must be one of {list(VMAP_METHODS)}, got "
-            f"{vmap_method!r}."
-        )
-    if aliases is None:
-        return None
-    if not isinstance(aliases, dict) or not all(
-        isinstance(k, int) and isinstance(v, int) for k, v in aliases.items()
-    ):
-        raise KernelRegistrationError(
-            f"{where}: input_output_aliases must be a dict {{input index: output "
-            f"index}} of ints, got {aliases!r}."
-        )
-    return dict(aliases)
+    """:func:`~polykernel.call_spec.kernel_aliases`, keeping None for no aliases.
+
+    Every bad launch option of the Numba-CUDA wrappers is a ``ValueError`` (their
+    documented contract), a malformed alias mapping included.
+    """
+    try:
+        checked = kernel_aliases(where, vmap_method, aliases, n_outputs)
+    except KernelTypeError as err:
+        raise KernelRegistrationError(str(err)) from None
+    return None if aliases is None else checked
 
 
 class NumbaCudaKernel:
@@ -88,7 +83,9 @@ class NumbaCudaKernel:
             )
         self.shared_mem = shared_mem
         self.vmap_method = vmap_method
-        self.aliases = check_call_options(where, vmap_method, input_output_aliases)
+        self.aliases = check_call_options(
+            where, vmap_method, input_output_aliases, len(self.out_specs)
+        )
 
     def _buffers(self, args: tuple[Any, ...]) -> list[BufferSpec]:
         specs = []

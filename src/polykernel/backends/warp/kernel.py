@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ...call_spec import VMAP_METHODS, kernel_outs
+from ...call_spec import VMAP_METHODS, kernel_aliases, kernel_outs
 from ...errors import KernelRegistrationError, KernelTypeError
 from ...ffi.handler_ir.signature import Signature
 from .call_check import check_arrays, scalar_attributes
@@ -122,18 +122,7 @@ class WarpKernel:
             where, outs, lambda what, dt: warp_dtype_name(dt, f"{where}: {what}")
         )
         self.launch_dims = _normalize_launch(self.name, launch_dims)
-        if vmap_method not in VMAP_METHODS:
-            raise KernelRegistrationError(
-                f"warp_kernel '{self.name}': vmap_method must be one of "
-                f"{VMAP_METHODS}, got {vmap_method!r}."
-            )
-        self.aliases = dict(aliases or {})
-        for i, o in self.aliases.items():
-            if not (isinstance(o, int) and 0 <= o < len(self.out_specs)):
-                raise KernelRegistrationError(
-                    f"warp_kernel '{self.name}': input_output_aliases maps input {i} "
-                    f"to output {o!r}, but there are {len(self.out_specs)} outputs."
-                )
+        self.aliases = kernel_aliases(where, vmap_method, aliases, len(self.out_specs))
         self.vmap_method = vmap_method or (
             "broadcast_all" if self.aliases else "expand_dims"
         )
