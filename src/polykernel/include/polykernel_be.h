@@ -74,40 +74,33 @@ PK_COLD inline Message check_message(const char* file, int line, const char* con
     }                                                               \
   }()
 
-#define BE_DISPATCH_FLOATING(DTYPE, T, ...)                     \
-  PK_BE_DISPATCH("BE_DISPATCH_FLOATING", DTYPE,                 \
-                 PK_BE_CASE(Float32, float, T, __VA_ARGS__)     \
-                 PK_BE_CASE(Float64, double, T, __VA_ARGS__))
+// The case lists the dispatch macros combine.
+#define PK_BE_FLOAT_CASES(T, ...)                  \
+  PK_BE_CASE(Float32, float, T, __VA_ARGS__)       \
+  PK_BE_CASE(Float64, double, T, __VA_ARGS__)
+#define PK_BE_SIGNED_INDEX_CASES(T, ...)           \
+  PK_BE_CASE(Int32, int32_t, T, __VA_ARGS__)       \
+  PK_BE_CASE(Int64, int64_t, T, __VA_ARGS__)
+#define PK_BE_INTEGRAL_CASES(T, ...)               \
+  PK_BE_CASE(Bool, bool, T, __VA_ARGS__)           \
+  PK_BE_CASE(Int8, int8_t, T, __VA_ARGS__)         \
+  PK_BE_CASE(Int16, int16_t, T, __VA_ARGS__)       \
+  PK_BE_SIGNED_INDEX_CASES(T, __VA_ARGS__)         \
+  PK_BE_CASE(UInt8, uint8_t, T, __VA_ARGS__)       \
+  PK_BE_CASE(UInt16, uint16_t, T, __VA_ARGS__)     \
+  PK_BE_CASE(UInt32, uint32_t, T, __VA_ARGS__)     \
+  PK_BE_CASE(UInt64, uint64_t, T, __VA_ARGS__)
 
-#define BE_DISPATCH_INTEGRAL(DTYPE, T, ...)                      \
-  PK_BE_DISPATCH("BE_DISPATCH_INTEGRAL", DTYPE,                  \
-                 PK_BE_CASE(Bool, bool, T, __VA_ARGS__)          \
-                 PK_BE_CASE(Int8, int8_t, T, __VA_ARGS__)        \
-                 PK_BE_CASE(Int16, int16_t, T, __VA_ARGS__)      \
-                 PK_BE_CASE(Int32, int32_t, T, __VA_ARGS__)      \
-                 PK_BE_CASE(Int64, int64_t, T, __VA_ARGS__)      \
-                 PK_BE_CASE(UInt8, uint8_t, T, __VA_ARGS__)      \
-                 PK_BE_CASE(UInt16, uint16_t, T, __VA_ARGS__)    \
-                 PK_BE_CASE(UInt32, uint32_t, T, __VA_ARGS__)    \
-                 PK_BE_CASE(UInt64, uint64_t, T, __VA_ARGS__))
-
-#define BE_DISPATCH_SIGNED_INDEX(DTYPE, T, ...)                  \
-  PK_BE_DISPATCH("BE_DISPATCH_SIGNED_INDEX", DTYPE,              \
-                 PK_BE_CASE(Int32, int32_t, T, __VA_ARGS__)      \
-                 PK_BE_CASE(Int64, int64_t, T, __VA_ARGS__))
-
-#define BE_DISPATCH_ALL_TYPES(DTYPE, T, ...)                     \
-  PK_BE_DISPATCH("BE_DISPATCH_ALL_TYPES", DTYPE,                 \
-                 PK_BE_CASE(Float32, float, T, __VA_ARGS__)      \
-                 PK_BE_CASE(Float64, double, T, __VA_ARGS__)     \
-                 PK_BE_CASE(Bool, bool, T, __VA_ARGS__)          \
-                 PK_BE_CASE(Int8, int8_t, T, __VA_ARGS__)        \
-                 PK_BE_CASE(Int16, int16_t, T, __VA_ARGS__)      \
-                 PK_BE_CASE(Int32, int32_t, T, __VA_ARGS__)      \
-                 PK_BE_CASE(Int64, int64_t, T, __VA_ARGS__)      \
-                 PK_BE_CASE(UInt8, uint8_t, T, __VA_ARGS__)      \
-                 PK_BE_CASE(UInt16, uint16_t, T, __VA_ARGS__)    \
-                 PK_BE_CASE(UInt32, uint32_t, T, __VA_ARGS__)    \
-                 PK_BE_CASE(UInt64, uint64_t, T, __VA_ARGS__))
+#define BE_DISPATCH_FLOATING(DTYPE, T, ...) \
+  PK_BE_DISPATCH("BE_DISPATCH_FLOATING", DTYPE, PK_BE_FLOAT_CASES(T, __VA_ARGS__))
+#define BE_DISPATCH_INTEGRAL(DTYPE, T, ...) \
+  PK_BE_DISPATCH("BE_DISPATCH_INTEGRAL", DTYPE, PK_BE_INTEGRAL_CASES(T, __VA_ARGS__))
+#define BE_DISPATCH_SIGNED_INDEX(DTYPE, T, ...)       \
+  PK_BE_DISPATCH("BE_DISPATCH_SIGNED_INDEX", DTYPE,   \
+                 PK_BE_SIGNED_INDEX_CASES(T, __VA_ARGS__))
+#define BE_DISPATCH_ALL_TYPES(DTYPE, T, ...)            \
+  PK_BE_DISPATCH("BE_DISPATCH_ALL_TYPES", DTYPE,        \
+                 PK_BE_FLOAT_CASES(T, __VA_ARGS__)      \
+                 PK_BE_INTEGRAL_CASES(T, __VA_ARGS__))
 
 #endif  // POLYKERNEL_BE_H_
