@@ -55,6 +55,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
+from _timing import time_all  # noqa: E402
 
 import polykernel as pk  # noqa: E402
 from polykernel.backends.warp.types import import_warp  # noqa: E402
@@ -66,21 +67,6 @@ CHAIN = 100
 def add_numba(x, y, out):
     for i in range(out.size):
         out[i] = x[i] + y[i]
-
-
-def time_all(fns: dict[str, Callable], args: tuple, reps: int, inner: int) -> dict:
-    """Median seconds per call of each ``fn(*args)``, implementations interleaved."""
-    for fn in fns.values():
-        jax.block_until_ready(fn(*args))
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(reps):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                out = fn(*args)
-            jax.block_until_ready(out)
-            samples[name].append((time.perf_counter() - t0) / inner)
-    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def _first(out):

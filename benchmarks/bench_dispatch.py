@@ -46,16 +46,15 @@ import argparse  # noqa: E402
 import ctypes  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
-import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
+from _timing import time_all  # noqa: E402
 
 from polykernel.backends.numba_cpu import numba_kernel  # noqa: E402
 
@@ -191,25 +190,6 @@ def implementations(
 
 def _first(out):
     return out[0] if isinstance(out, tuple | list) else out
-
-
-def time_all(fns: dict[str, Callable], args: tuple, reps: int, inner: int) -> dict:
-    """Median seconds per call of each ``fn(*args)`` (blocking).
-
-    The implementations are interleaved within each repetition, so slow drifts of
-    the machine (allocator state, other load) hit all of them alike.
-    """
-    for fn in fns.values():
-        jax.block_until_ready(fn(*args))
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(reps):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                out = fn(*args)
-            jax.block_until_ready(out)
-            samples[name].append((time.perf_counter() - t0) / inner)
-    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def measure_half(n: int, reps: int, inner: int) -> list[dict]:
