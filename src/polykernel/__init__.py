@@ -9,21 +9,13 @@ under ``polykernel.config`` as well as at top level), so code written for it por
 changing the import line.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from . import config as config, testing as testing
 from ._version import __version__ as __version__
 from .allocator import tune_allocator as tune_allocator
 from .backends.numba_cpu import numba_kernel as numba_kernel
-from .backends.numba_cuda import (
-    numba_cuda_callable as numba_cuda_callable,
-    numba_cuda_kernel as numba_cuda_kernel,
-)
-from .backends.pallas import pallas_kernel as pallas_kernel
-from .backends.triton import triton_kernel as triton_kernel
-from .backends.warp import (
-    jaxinfo_to_warpinfo as jaxinfo_to_warpinfo,
-    jaxtype_to_warptype as jaxtype_to_warptype,
-    warp_kernel as warp_kernel,
-)
 from .benchmark import (
     BenchmarkConfig as BenchmarkConfig,
     BenchmarkRecord as BenchmarkRecord,
@@ -118,3 +110,41 @@ from .transforms import (
     defjvp as defjvp,
     general_batching_rule as general_batching_rule,
 )
+
+# The GPU-technology wrappers load on first use (PEP 562): `import polykernel` does
+# not pay for their modules (the Numba-CUDA package pulls in the GPU launcher).
+_LAZY = {
+    "numba_cuda_callable": ".backends.numba_cuda",
+    "numba_cuda_kernel": ".backends.numba_cuda",
+    "pallas_kernel": ".backends.pallas",
+    "triton_kernel": ".backends.triton",
+    "jaxinfo_to_warpinfo": ".backends.warp",
+    "jaxtype_to_warptype": ".backends.warp",
+    "warp_kernel": ".backends.warp",
+}
+
+if TYPE_CHECKING:
+    from .backends.numba_cuda import (
+        numba_cuda_callable as numba_cuda_callable,
+        numba_cuda_kernel as numba_cuda_kernel,
+    )
+    from .backends.pallas import pallas_kernel as pallas_kernel
+    from .backends.triton import triton_kernel as triton_kernel
+    from .backends.warp import (
+        jaxinfo_to_warpinfo as jaxinfo_to_warpinfo,
+        jaxtype_to_warptype as jaxtype_to_warptype,
+        warp_kernel as warp_kernel,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'polykernel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
