@@ -267,7 +267,6 @@ def bench_chain(tmp: Path, calls: int = 100) -> dict[str, float]:
     }
     try:
         import numba
-
         from polykernel.backends.numba_cpu import numba_kernel
 
         @numba.njit

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from polykernel.native import load_cpp_inline
+from polykernel import load_cpp_inline
 
 SOURCE = r"""
 #include <cmath>

@@ -27,8 +27,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 
-from polykernel.backends import _numba_build
-from polykernel.backends.numba_cpu import numba_kernel
+from polykernel.backends.numba import build as _numba_build, numba_kernel
 from polykernel.errors import KernelExecutionError
 
 SCALE = 10.0  # read by the G variants, set from the variant name

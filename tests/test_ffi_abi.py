@@ -13,10 +13,10 @@ import numba
 import numpy as np
 import pytest
 
-from polykernel.backends.numba_cpu import numba_kernel
+from polykernel.backends.numba import numba_kernel
+from polykernel.backends.numba.fingerprint import Unfingerprintable, kernel_fingerprint
 from polykernel.errors import BackendUnavailableError, KernelRegistrationError
-from polykernel.ffi import abi, kernel_fingerprint, register_cpu_target, target_name
-from polykernel.ffi.fingerprint import Unfingerprintable
+from polykernel.ffi import abi, target_name, targets
 
 C_PROBE = r"""
 #include <stddef.h>
@@ -201,14 +201,12 @@ def test_registration_is_idempotent_and_refuses_a_new_address():
     )
     f(jnp.ones(1))
     (target,) = f._targets.values()
-    from polykernel.ffi import registered_targets
-
-    address = registered_targets()[target]
-    assert register_cpu_target(target, address) is False
-    with pytest.raises(
-        KernelRegistrationError, match="already registered to a different"
-    ):
-        register_cpu_target(target, noop.address)
+    record = targets.lookup(target, "cpu")
+    same = {"platform": "cpu", "identity": record.identity, "backend": "numba"}
+    assert targets.register(target, record.address, **same) is False
+    with pytest.raises(KernelRegistrationError, match="already names different"):
+        targets.register(target, noop.address, platform="cpu", identity="other",
+                         backend="numba")  # fmt: skip
 
 
 @numba.njit

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from polykernel.backends.cuda_raw.argspec import check_module_name, resolve_specs
+from polykernel.backends.cuda_raw.codegen import render_source
 from polykernel.errors import KernelRegistrationError, KernelTypeError
-from polykernel.native.argspec import check_module_name, resolve_specs
-from polykernel.native.codegen import render_source
 
 SRC = """
 // a comment mentioning void ghost(int x)

@@ -11,14 +11,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from polykernel.errors import (
-    KernelError,
-    KernelRegistrationError,
-    KernelSourceNotFoundError,
-    KernelTypeError,
-    UnsupportedArchError,
-)
-from polykernel.native import (
+from polykernel import (
     CompiledModule,
     CompileOptions,
     CPPBackend,
@@ -27,6 +20,13 @@ from polykernel.native import (
     load_cuda_dir,
     load_cuda_inline,
     normalize_tokens,
+)
+from polykernel.errors import (
+    KernelError,
+    KernelRegistrationError,
+    KernelSourceNotFoundError,
+    KernelTypeError,
+    UnsupportedArchError,
 )
 
 OK = "void copy(const pk::Tensor& x, pk::Tensor& y) {}\n"

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from polykernel import load_cpp_inline
 from polykernel.errors import CacheError
-from polykernel.native import cache, load_cpp_inline
+from polykernel.native import cache
 
 SRC = """void inc(const pk::Tensor& x, pk::Tensor& y) {
   for (int64_t i = 0; i < x.numel(); ++i)
@@ -26,7 +27,7 @@ CHILD = textwrap.dedent(
     """
     import json, sys
     import jax, jax.numpy as jnp
-    from polykernel.native import CompileOptions, load_cpp_inline
+    from polykernel import CompileOptions, load_cpp_inline
     name, cxx, src = sys.argv[1], sys.argv[2], sys.stdin.read()
     mod = load_cpp_inline(name, src, ["inc"], options=CompileOptions(compiler=cxx))
     x = jnp.arange(3, dtype=jnp.float32)

@@ -19,9 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from polykernel import CompileOptions, load_cuda_inline
 from polykernel.ffi import abi
 from polykernel.ffi.metadata import query_metadata
-from polykernel.native import CompileOptions, load_cuda_inline
 
 CUDA_SRC = r"""
 __global__ void axpb_kernel(const float* x, float* y, float a, float b, int64_t n) {

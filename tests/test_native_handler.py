@@ -17,10 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from polykernel import CompileOptions, load_cpp_inline
 from polykernel.errors import BackendUnavailableError, KernelRegistrationError
 from polykernel.ffi import abi
 from polykernel.ffi.metadata import query_metadata
-from polykernel.native import CompileOptions, load_cpp_inline
 from polykernel.native.compiler import include_dirs
 
 SRC = r"""

@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from polykernel import CompileOptions, load_cpp_file, load_cpp_inline
 from polykernel.errors import CompilationError, KernelCallError
-from polykernel.native import CompileOptions, load_cpp_file, load_cpp_inline
 
 SRC = r"""
 #include <stdexcept>

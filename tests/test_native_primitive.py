@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import polykernel as pk_root
-from polykernel.native import load_cpp_inline
+from polykernel import load_cpp_inline
 from polykernel.primitive import XLACustomKernel
 
 numba = pytest.importorskip("numba")
-from polykernel.backends.numba_cpu import numba_kernel  # noqa: E402
+from polykernel.backends.numba import numba_kernel  # noqa: E402
 
 CPP = """void axpy(const pk::Tensor& x, const pk::Tensor& y, pk::Tensor& out,
                    float alpha) {

@@ -13,8 +13,8 @@ SCRIPT = textwrap.dedent(
     t0 = time.perf_counter()
     import jax, jax.numpy as jnp, numba, numpy as np
     jax.devices("cpu")
-    from polykernel.backends import _numba_build
-    from polykernel.backends.numba_cpu import numba_kernel
+    from polykernel.backends.numba import build as _numba_build
+    from polykernel.backends.numba import numba_kernel
 
     @numba.njit
     def add(x, y, out):

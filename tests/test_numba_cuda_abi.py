@@ -40,10 +40,10 @@ def test_launch_configuration(kwargs, expected):
         ({"block": 4}, r"\(grid is missing\)"),
         ({"grid": 1, "block": 1, "launch_dims": 8}, "launch_dims cannot be combined"),
         ({"grid": 1.5, "block": 1}, "grid must be an int or a tuple of 1 to 3 ints"),
-        ({"grid": 1, "block": 0}, "every entry of block must be >= 1"),
+        ({"grid": 1, "block": 0}, r"every entry of block must be in \[1, 1024\]"),
         ({"grid": (1, 1, 1, 1), "block": 1}, "tuple of 1 to 3 ints"),
-        ({"launch_dims": 8, "threads_per_block": 0}, "threads_per_block must be a "
-         "positive int"),
+        ({"launch_dims": 8, "threads_per_block": 0}, r"threads_per_block must be "
+         r"an int in \[1, 1024\]"),
     ],
 )  # fmt: skip
 def test_bad_launch_configurations_name_the_rule(kwargs, message):

@@ -125,9 +125,8 @@ def test_catalog_gpu_kernels_compile_for_sm90(name):
 
 
 def test_info_rows_report_version_simulator_and_ptx_compiler():
-    from polykernel.cli.info import numba_cuda_rows
-
-    (gpu, cpu), (gpu_on, _) = numba_cuda_rows(False), numba_cuda_rows(True)
+    rows = pk.backends.lookup("numba_cuda").info_rows
+    (gpu, cpu), (gpu_on, _) = rows(False), rows(True)
     assert gpu[:3] == ("numba_cuda", "gpu", False) and cpu[:3] == (
         "numba_cuda",
         "cpu",

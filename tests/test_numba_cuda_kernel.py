@@ -123,10 +123,14 @@ def test_vmap_gives_the_loop_result(method):
     np.testing.assert_array_equal(got, np.asarray(xs) + np.arange(4))
 
 
-def test_vmap_without_a_vmap_method_is_refused_by_jax():
+def test_vmap_without_a_vmap_method_uses_the_default_of_every_wrapper():
+    # vmap_method=None means "expand_dims" for every polykernel kernel wrapper
+    # (it was a NotImplementedError under vmap before the backends shared one
+    # contract): the kernel runs once per batch element.
     f = pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((4,), F32), launch_dims=4)
-    with pytest.raises(NotImplementedError):
-        jax.vmap(f)(jnp.zeros((2, 4), F32), jnp.zeros((2, 4), F32))
+    assert f.vmap_method == "expand_dims"
+    x, y = jnp.arange(8, dtype=F32).reshape(2, 4), jnp.ones((2, 4), F32)
+    np.testing.assert_array_equal(jax.vmap(f)(x, y), x + y)
 
 
 def test_an_empty_grid_launches_nothing():
@@ -182,15 +186,22 @@ def test_a_non_kernel_is_a_type_error_and_an_assertion_error(kernel, message):
          "block together .*or launch_dims alone"),
         ({"grid": 1, "block": 1, "launch_dims": 1}, "cannot be combined"),
         ({"launch_dims": 1, "vmap_method": "magic"}, "vmap_method must be one of"),
-        ({"launch_dims": 1, "input_output_aliases": [0]}, "input_output_aliases "
-         "must be a dict"),
-        ({"launch_dims": 1, "shared_mem": -1}, "shared_mem must be a non-negative"),
+        ({"launch_dims": 1, "input_output_aliases": {0: 3}}, "maps input 0 to "
+         "output 3, but there are 1 outputs"),
+        ({"launch_dims": 1, "shared_mem": -1}, r"shared_mem must be an int in \[0, "),
+        ({"launch_dims": 1, "shared_mem": 1.5}, r"shared_mem must be an int in \[0, "),
     ],
 )  # fmt: skip
 def test_bad_options_are_value_errors(kwargs, message):
     with pytest.raises(KernelRegistrationError, match=message) as info:
         pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((1,), F32), **kwargs)
     assert isinstance(info.value, ValueError)
+
+
+def test_a_malformed_alias_mapping_is_a_type_error_like_every_wrapper():
+    with pytest.raises(TypeError, match="input_output_aliases must be a dict"):
+        pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((1,), F32), launch_dims=1,
+                             input_output_aliases=[0])  # fmt: skip
 
 
 def test_bad_outs_are_refused():

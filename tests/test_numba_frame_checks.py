@@ -15,7 +15,7 @@ import numba
 import numpy as np
 import pytest
 
-from polykernel.backends.numba_cpu import numba_kernel
+from polykernel.backends.numba import numba_kernel
 from polykernel.ffi import abi
 
 S = jax.ShapeDtypeStruct

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 
-from polykernel.backends.numba_cpu import numba_kernel
+from polykernel.backends.numba import numba_kernel
 
 
 @numba.njit(parallel=True)
@@ -62,7 +62,7 @@ def _run(code, env):
 
 LAYER = """
     import jax, jax.numpy as jnp, numba
-    from polykernel.backends.numba_cpu import numba_kernel
+    from polykernel.backends.numba import numba_kernel
     @numba.njit(parallel=True)
     def k(x, out):
         for i in numba.prange(out.size):

@@ -14,7 +14,7 @@ import textwrap
 SCRIPT = textwrap.dedent(
     """
     import jax, jax.numpy as jnp, numba, numpy as np
-    from polykernel.backends.numba_cpu import numba_kernel
+    from polykernel.backends.numba import numba_kernel
 
     @numba.njit
     def matvec(a, x, out, scale):

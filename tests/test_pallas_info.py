@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import jax
 
+from polykernel.backends.pallas.info import pallas_gpu_report, pallas_rows
 from polykernel.cli.info import _print_text, gather_info
-from polykernel.cli.info_pallas import pallas_gpu_report, pallas_rows
 
 
 def test_report_says_cpu_interpret_and_cuda_lowering_check():

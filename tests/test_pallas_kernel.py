@@ -205,14 +205,15 @@ def test_interpret_true_forces_interpret_mode_even_for_gpu():
             {},
             pk.KernelRegistrationError,
             r"pallas_kernel 'double_body': outs must be a jax.ShapeDtypeStruct or a "
-            r"non-empty list/tuple of them \(got \[\]\)\.",
+            r"non-empty list/tuple \(or pytree\) of them, one per kernel output "
+            r"\(got \[\]\)\.",
         ),
         (
             (double_body, [3]),
             {},
             pk.KernelTypeError,
             r"pallas_kernel 'double_body': outs\[0\] must have .shape and .dtype, "
-            r"e.g. jax.ShapeDtypeStruct \(got int: 3\)\.",
+            r"e.g. jax.ShapeDtypeStruct\(shape, dtype\) \(got int: 3\)\.",
         ),
         (
             (double_body, jax.ShapeDtypeStruct((3,), F32)),

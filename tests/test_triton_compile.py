@@ -19,7 +19,7 @@ triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
 import polykernel as pk  # noqa: E402
-from polykernel.backends._triton_compile import compile_triton  # noqa: E402
+from polykernel.backends.triton.compile import compile_triton  # noqa: E402
 from polykernel.ffi.metadata import query_metadata  # noqa: E402
 from polykernel.gpu import GRAPH_TARGET, launcher_library  # noqa: E402
 

@@ -166,8 +166,8 @@ def test_the_platform_context_picks_the_path():
     f = _axpy()
     x, y = _xy()
     with lowering_for("tpu"), pytest.raises(UnsupportedOperationError,
-                                             match="no Triton path for platform "
-                                             "'tpu'"):  # fmt: skip
+                                             match=r"no tpu path; this kernel runs on "
+                                             r"\['cpu', 'gpu'\]"):  # fmt: skip
         f(x, y, n=N, alpha=1.0)
     text = jax.jit(lambda x, y: f(x, y, n=N, alpha=1.0)).lower(x, y).as_text()
     assert "callback" in text  # on CPU: the interpreter behind a host callback
@@ -206,11 +206,13 @@ def test_rejects_a_function_that_is_not_triton_jit():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"grid": (1, 2, 3, 4)}, r"grid must be an int, a tuple of 1 to 3 "
-         r"non-negative ints, or a callable meta -> such a tuple; got \(1, 2, 3, 4\)"),
-        ({"grid": -1}, "grid must be an int"),
+        ({"grid": (1, 2, 3, 4)}, r"grid must be an int or a tuple of 1 to 3 "
+         r"ints, or a callable meta -> such a tuple, got \(1, 2, 3, 4\)"),
+        ({"grid": -1}, r"every entry of grid must be in \[0, 2147483647\], got -1"),
+        ({"grid": "4"}, r"grid must be an int or a tuple .* got '4' \(str\)"),
         ({"grid": 1, "num_warps": 3}, "num_warps must be a power of two .* got 3"),
-        ({"grid": 1, "num_stages": 0}, "num_stages must be an int >= 1, got 0"),
+        ({"grid": 1, "num_stages": 0}, r"num_stages must be an int in \[1, 16\], "
+         r"got 0"),
         ({"grid": 1, "outs": []}, "outs must be a jax.ShapeDtypeStruct or a "
          "non-empty list/tuple"),
     ],
@@ -258,8 +260,9 @@ def test_info_reports_the_interpreter_and_the_cubin_compile_check(monkeypatch):
     assert "interpreter" in cpu["detail"]
     assert "cubins compile here (bundled ptxas)" in gpu["detail"]
     missing = 'not installed (pip install "polykernel[triton]")'
-    monkeypatch.setattr(info, "_package", lambda *a: (False, missing))
-    assert info.triton_rows(gpu=True) == [
+    backend = pk.backends.lookup("triton")
+    monkeypatch.setattr(backend, "modules", ("no_such_triton_module",))
+    assert backend.info_rows(gpu=True) == [
         ("triton", "cpu", False, missing),
         ("triton", "gpu", False, missing),
     ]

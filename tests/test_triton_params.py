@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from polykernel.backends._triton_params import (
+from polykernel.backends.triton.params import (
     build_signature,
     launch_params,
     pointer_type,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 
+from polykernel.backends.warp.info import warp_rows
 from polykernel.cli.info import gather_info
-from polykernel.cli.info_warp import warp_rows
 
 
 def test_warp_rows_report_version_cpu_use_and_gpu_build_check():
@@ -28,7 +28,7 @@ def test_warp_rows_report_version_cpu_use_and_gpu_build_check():
 
 
 def test_without_warp_the_rows_say_how_to_install(monkeypatch):
-    import polykernel.cli.info_warp as mod
+    import polykernel.backends.warp.info as mod
 
     monkeypatch.setattr(mod.importlib.metadata, "version", _missing)
     why = "not installed (pip install 'polykernel[warp]')"

@@ -12,10 +12,22 @@ changing the import line.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import config as config, testing as testing
+from . import backends as backends, config as config, testing as testing
 from ._version import __version__ as __version__
 from .allocator import tune_allocator as tune_allocator
-from .backends.numba_cpu import numba_kernel as numba_kernel
+from .backends import register_backend as register_backend
+from .backends.cuda_raw import (
+    CompiledModule as CompiledModule,
+    NativeModule as NativeModule,
+    load_cpp_file as load_cpp_file,
+    load_cpp_inline as load_cpp_inline,
+    load_cuda_dir as load_cuda_dir,
+    load_cuda_file as load_cuda_file,
+    load_cuda_inline as load_cuda_inline,
+    normalize_tokens as normalize_tokens,
+    register_ffi_target as register_ffi_target,
+)
+from .backends.numba import numba_kernel as numba_kernel
 from .benchmark import (
     BenchmarkConfig as BenchmarkConfig,
     BenchmarkRecord as BenchmarkRecord,
@@ -23,6 +35,7 @@ from .benchmark import (
     benchmark_function as benchmark_function,
 )
 from .config import get_cache_dir as get_cache_dir, set_cache_dir as set_cache_dir
+from .contract import Backend as Backend, BackendKernel as BackendKernel
 from .errors import (
     AttributeValueError as AttributeValueError,
     BackendPreferenceWarning as BackendPreferenceWarning,
@@ -68,25 +81,16 @@ from .exporting import (
     load_exported as load_exported,
     register_exported_targets as register_exported_targets,
 )
+from .ffi.targets import list_registered_targets as list_registered_targets
 from .kernel_table import KernelEntry as KernelEntry
 from .native import (
-    CompiledModule as CompiledModule,
     CompileOptions as CompileOptions,
     CompilerBackend as CompilerBackend,
     CPPBackend as CPPBackend,
     CUDABackend as CUDABackend,
     HIPBackend as HIPBackend,
-    NativeModule as NativeModule,
     clear_cache as clear_cache,
-    list_registered_targets as list_registered_targets,
-    load_cpp_file as load_cpp_file,
-    load_cpp_inline as load_cpp_inline,
-    load_cuda_dir as load_cuda_dir,
-    load_cuda_file as load_cuda_file,
-    load_cuda_inline as load_cuda_inline,
-    normalize_tokens as normalize_tokens,
     print_diagnostics as print_diagnostics,
-    register_ffi_target as register_ffi_target,
     so_ext as so_ext,
 )
 from .preferences import (

@@ -14,6 +14,8 @@ import jax
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
+from .platforms import Platform, platform_of
+
 __all__ = [
     "Primitive",
     "ShapedArray",
@@ -285,7 +287,7 @@ def gpu_target_known() -> bool:
     """Whether a GPU lowering can learn its target GPU: one is visible to JAX, or
     the current abstract mesh names an abstract GPU device."""
     device = jax.sharding.get_abstract_mesh().abstract_device
-    if device is not None and device.platform in ("gpu", "cuda", "rocm"):
+    if device is not None and platform_of(device.platform) == Platform.GPU:
         return True
     try:
         return bool(jax.devices("gpu"))

@@ -2,16 +2,13 @@
 
 A serialised ``jax.export`` artefact names each kernel by its FFI target, and a
 process that runs it must have every target registered first. polykernel's target
-names are content-derived (no counters, no addresses), so the name alone finds the
-compiled handler in the persistent cache:
-
-- ``pk_numba_<24 hex>`` (``numba_kernel``): the Numba handler object, keyed by the
-  target name (``backends/_numba_cache.py``);
-- ``<module>.<function>.pk<16 hex>`` (``load_cpp_*`` / ``load_cuda_*``): the
-  compiled library whose cache key starts with those digits (``native/revive.py``).
-
-So a new process needs neither the kernels' Python code nor their sources, only the
-same cache directory (``POLYKERNEL_CACHE_DIR``) and the same software versions::
+names are content-derived (no counters, no addresses), and every target goes through
+the one registry (:mod:`polykernel.ffi.targets`), where each backend declares the
+names it owns and how it registers one again from the persistent cache. This module
+knows no backend: it reads the registry and asks its revivers. So a new process
+needs neither the kernels' Python code nor their sources, only the same cache
+directory (``POLYKERNEL_CACHE_DIR``) and the same software versions (a backend that
+needs more, e.g. the module defining a function, says so in its error)::
 
     exported = pk.export(jax.jit(f))(x_spec)        # process 1
     blob = exported.serialize()
@@ -29,17 +26,18 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from . import backends
 from .errors import (
     KernelNotAvailableError,
     KernelRegistrationError,
     KernelTypeError,
     PolykernelWarning,
 )
+from .ffi import targets
 
 __all__ = ["export", "exported_targets", "load_exported", "register_exported_targets"]
 
 _CUSTOM_CALL = re.compile(r'stablehlo\.custom_call\s+@(?:"([^"]+)"|([\w.$-]+))')
-_NUMBA_TARGET = re.compile(r"^pk_numba_[0-9a-f]{24}$")
 
 
 def export(
@@ -111,43 +109,25 @@ def _keep_checks_used(exported: Any, known: frozenset[str], extra: list) -> Any:
     return dataclasses.replace(exported, disabled_safety_checks=checks)
 
 
-def _warn_unportable(targets: list[str]) -> None:
-    """Warn about Numba handlers another process cannot load from the cache."""
-    import sys
+def _warn_unportable(used: list[str]) -> None:
+    """Warn about targets another process cannot register from the cache alone."""
     import warnings
 
-    if "polykernel.backends._numba_build" not in sys.modules:
-        return  # no Numba kernel was built in this process
-    from .backends._numba_build import loaded_handler
-
-    for target in targets:
-        handler = loaded_handler(target)
-        if handler is None or handler.origin != "uncached":
+    for name in used:
+        record = targets.lookup(name)
+        if record is None or record.portable:
             continue
-        if handler.process_local:
-            why = (
-                "has no content fingerprint (it reaches an object polykernel cannot "
-                "hash, e.g. a numba.cfunc object), so its target name is valid in this "
-                "process only: the artefact cannot run in another process"
-            )
-        else:
-            why = (
-                "is not in the disk cache (its code depends on this process; the "
-                "reason is logged at DEBUG by polykernel.backends._numba_build): "
-                "another process must define the kernel before load_exported"
-            )
         warnings.warn(
-            f"polykernel.export: Numba kernel '{handler.label}' (FFI target "
-            f"'{target}') {why}.",
+            f"polykernel.export: {record.backend} kernel '{record.label or name}' "
+            f"(FFI target '{name}') cannot be registered by another process from the "
+            f"cache: {record.note}.",
             PolykernelWarning,
             stacklevel=4,
         )
 
 
 def _polykernel_targets() -> frozenset[str]:
-    from .native.runtime import list_registered_targets
-
-    return frozenset(list_registered_targets())
+    return frozenset(targets.names())
 
 
 def _as_exported(exported: Any, caller: str = "load_exported") -> Any:
@@ -172,6 +152,21 @@ def _as_exported(exported: Any, caller: str = "load_exported") -> Any:
     )
 
 
+def _program_text(exported: Any, caller: str) -> str:
+    import jax
+
+    try:
+        return exported.mlir_module()
+    except Exception as err:  # a StableHLO this JAX cannot read
+        version = getattr(exported, "calling_convention_version", "?")
+        raise KernelRegistrationError(
+            f"polykernel.{caller}: this JAX ({jax.__version__}) cannot read the "
+            f"exported program (calling convention version {version}): "
+            f"{type(err).__name__}: {err}. Export it again with this JAX version, "
+            f"or run it with the JAX version that exported it."
+        ) from err
+
+
 def exported_targets(exported: Any) -> list[str]:
     """Sorted names of every custom-call target an exported program calls.
 
@@ -184,17 +179,18 @@ def exported_targets(exported: Any) -> list[str]:
         >>> exported_targets(jax.export.export(jax.jit(jnp.sin))(spec))
         []
     """
-    text = _as_exported(exported, "exported_targets").mlir_module()
+    exported = _as_exported(exported, "exported_targets")
+    text = _program_text(exported, "exported_targets")
     return sorted({a or b for a, b in _CUSTOM_CALL.findall(text)})
 
 
 def register_exported_targets(exported: Any) -> list[str]:
     """Register every polykernel target ``exported`` calls, from the caches.
 
-    The kernels' Python code and sources are not needed: each target is found by
-    its content-derived name in ``polykernel.get_cache_dir()``. Targets already
-    registered in this process are kept; other custom calls (JAX's own, or your
-    hand-registered ones) are left alone.
+    The kernels' Python code and sources are not needed: each target's backend
+    registers it again from ``polykernel.get_cache_dir()`` by its content-derived
+    name. Targets already registered in this process are kept; other custom calls
+    (JAX's own, or your hand-registered ones) are left alone.
 
     Args:
         exported: A ``jax.export.Exported`` or the bytes of its ``serialize()``.
@@ -204,8 +200,9 @@ def register_exported_targets(exported: Any) -> list[str]:
 
     Raises:
         KernelNotAvailableError: (an ``ImportError``) a target is in no cache.
-        KernelRegistrationError: a parallel Numba handler would need a thread-safe
-            threading layer this process does not have.
+        KernelRegistrationError: a target cannot be registered here (e.g. a
+            parallel Numba handler needs a thread-safe threading layer), or the
+            program cannot be read by this JAX.
         KernelTypeError: ``exported`` is neither bytes nor an ``Exported``.
 
     Example:
@@ -213,53 +210,37 @@ def register_exported_targets(exported: Any) -> list[str]:
         >>> pk.register_exported_targets(blob)               # in another process
         ['pk_numba_0c1d...']                                 # doctest: +SKIP
     """
-    from .native.revive import TARGET_PATTERN, load_cached_target
-
     exported = _as_exported(exported, "register_exported_targets")
-    names = [
-        t
-        for t in exported_targets(exported)
-        if _NUMBA_TARGET.match(t) or TARGET_PATTERN.match(t)
-    ]
-    missing, present = [], _polykernel_targets()
+    text = _program_text(exported, "register_exported_targets")
+    called = sorted({a or b for a, b in _CUSTOM_CALL.findall(text)})
+    backends.install_revivers()
+    present = _polykernel_targets()
+    names = [t for t in called if t in present or targets.reviver_for(t) is not None]
+    missing = []
     for name in names:
         if name in present:
             continue
-        if _NUMBA_TARGET.match(name):
-            found = _load_numba_target(name)
-        else:
-            found = load_cached_target(name) is not None
-        if not found:
+        if not targets.revive(name, text):
             missing.append(name)
     if missing:
         raise _missing_error(missing)
     return names
 
 
-def _load_numba_target(name: str) -> bool:
-    from .backends._numba_build import load_cached_handler
-
-    try:
-        return load_cached_handler(name) is not None
-    except KernelRegistrationError as err:
-        raise KernelRegistrationError(
-            f"polykernel.load_exported: cannot register FFI target '{name}': {err}"
-        ) from err
-
-
 def _missing_error(missing: list[str]) -> KernelNotAvailableError:
     from .config import cache_root
 
+    owners = {m: (targets.reviver_for(m) or ("?", None))[0] for m in missing}
+    listing = ", ".join(f"'{m}' ({owners[m]})" for m in missing)
     return KernelNotAvailableError(
         f"polykernel.load_exported: the exported program calls FFI target(s) "
-        f"{', '.join(repr(m) for m in missing)}, found neither registered in this "
-        f"process nor loadable from the cache '{cache_root()}'. Either run the "
-        f"program with the cache directory of the process that exported it "
-        f"(POLYKERNEL_CACHE_DIR, "
-        f"same polykernel, JAX, Numba and compiler versions), or import/define the "
-        f"kernels first (call the numba_kernel / load_cpp_* code once) so their "
-        f"targets are registered. Kernels that cannot be cached (no content "
-        f"fingerprint, e.g. a closure over an arbitrary object) always need that."
+        f"{listing}, found neither registered in this process nor loadable from the "
+        f"cache '{cache_root()}'. Either run the program with the cache directory of "
+        f"the process that exported it (POLYKERNEL_CACHE_DIR, same polykernel, JAX, "
+        f"Numba and compiler versions), or import/define the kernels first (call the "
+        f"numba_kernel / load_cpp_* code once) so their targets are registered. "
+        f"Kernels that cannot be cached (no content fingerprint, e.g. a closure over "
+        f"an arbitrary object) always need that."
     )
 
 

@@ -34,22 +34,7 @@ from .errors import (
 )
 from .preferences import get_backend
 
-__all__ = ["KNOWN_PLATFORMS", "KernelEntry", "KernelTable", "lowering_platforms"]
-
-#: Platforms a kernel can be registered for, and the JAX lowering platforms each covers.
-KNOWN_PLATFORMS: dict[str, tuple[str, ...]] = {
-    "cpu": ("cpu",),
-    "gpu": ("cuda", "rocm"),
-    "tpu": ("tpu",),
-}
-_PLATFORM_OF_LOWERING = {
-    low: plat for plat, lows in KNOWN_PLATFORMS.items() for low in lows
-}
-
-
-def lowering_platforms() -> dict[str, str]:
-    """Map each JAX lowering platform (``cuda``, ``rocm``, ...) to our platform name."""
-    return dict(_PLATFORM_OF_LOWERING)
+__all__ = ["KernelEntry", "KernelTable"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from jax.dtypes import canonicalize_dtype
 
+from . import backends
 from ._jax_compat import lower_fun, unsharded_inputs
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
@@ -109,12 +110,12 @@ def _switch_hint(table: KernelTable, owner: str, platform: str, failed: str) -> 
 def backend_lowering_context(
     entry: KernelEntry, platform: str
 ) -> contextlib.AbstractContextManager[Any]:
-    """What a backend needs around its kernel's lowering (Pallas: a GPU target)."""
-    if entry.backend == "pallas":
-        from .backends.pallas import lowering_context
-
-        return lowering_context(platform)
-    return contextlib.nullcontext()
+    """What the entry's backend needs around its kernel's lowering (asked of the
+    backend table; a name no backend claims needs nothing)."""
+    backend = backends.lookup(entry.backend)
+    if backend is None:
+        return contextlib.nullcontext()
+    return backend.lowering_context(platform)
 
 
 def make_lowering_rule(

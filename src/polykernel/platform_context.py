@@ -22,6 +22,8 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
+from .platforms import platform_of
+
 __all__ = [
     "current_lowering_platform",
     "current_platform",
@@ -34,7 +36,6 @@ __all__ = [
 _PLATFORM: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "polykernel_lowering_platform", default=None
 )
-_OF_JAX_BACKEND = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu"}
 
 
 @contextlib.contextmanager
@@ -79,7 +80,7 @@ def current_platform() -> str:
 
     device = jax.config.jax_default_device or jax.devices()[0]
     name = device if isinstance(device, str) else device.platform
-    return _OF_JAX_BACKEND.get(name, name)
+    return platform_of(name) or name
 
 
 def traced_for_gpu() -> bool:

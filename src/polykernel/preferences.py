@@ -15,9 +15,9 @@ import threading
 
 from . import _jax_compat
 from .errors import BackendUnavailableError, KernelRegistrationError, KernelTypeError
+from .platforms import PLATFORMS
 
 __all__ = [
-    "PLATFORMS",
     "clear_backends",
     "get_backend",
     "get_compute_capability",
@@ -29,8 +29,6 @@ __all__ = [
     "set_numba_parallel",
 ]
 
-#: Platforms a kernel can be registered for (the keys of ``KNOWN_PLATFORMS``).
-PLATFORMS = ("cpu", "gpu", "tpu")
 
 _lock = threading.Lock()
 _backends: dict[str, str] = {}  # set_backend() choices, platform -> backend

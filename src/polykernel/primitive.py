@@ -15,15 +15,17 @@ from typing import Any
 import numpy as np
 
 from . import _jax_compat as jc, registry, sharding
-from .call_spec import as_array, check_keywords, flatten_outs
+from .contract.keywords import check_keywords
+from .contract.outs import as_array, normalize_outs
 from .errors import (
     KernelRegistrationError,
     KernelTypeError,
     UnknownBackendError,
     UnsupportedPlatformError,
 )
-from .kernel_table import KNOWN_PLATFORMS, KernelEntry, KernelTable
+from .kernel_table import KernelEntry, KernelTable
 from .lowering import make_lowering_rule
+from .platforms import PLATFORMS, lowering_platforms
 from .primitive_catalog import CatalogMixin
 from .transforms import defjvp, general_batching_rule
 
@@ -38,7 +40,7 @@ def _check_platform_type(
     if not isinstance(platform, str):
         raise KernelTypeError(
             f"XLACustomKernel '{owner}'.{method}(): platform must be a string, one of "
-            f"{list(allowed or KNOWN_PLATFORMS)} (got {type(platform).__name__}: "
+            f"{list(allowed or PLATFORMS)} (got {type(platform).__name__}: "
             f"{platform!r})."
         )
 
@@ -103,10 +105,10 @@ class XLACustomKernel(CatalogMixin):
         self.primitive.multiple_results = True
         self.primitive.def_impl(functools.partial(jc.apply_primitive, self.primitive))
         self.primitive.def_abstract_eval(_abstract_eval)
-        for platform in KNOWN_PLATFORMS:
+        for platform in PLATFORMS:
             rule = make_lowering_rule(name, self._table, platform)
-            for lowering_platform in KNOWN_PLATFORMS[platform]:
-                jc.register_lowering(self.primitive, rule, platform=lowering_platform)
+            for lowering in lowering_platforms(platform):
+                jc.register_lowering(self.primitive, rule, platform=lowering.value)
         self.register_general_batching()
         registry.register(self)
 
@@ -128,14 +130,16 @@ class XLACustomKernel(CatalogMixin):
         Returns:
             One array per leaf of ``outs``, in the structure of ``outs``.
         """
-        structs, treedef = flatten_outs(self.name, outs)
-        check_keywords(self.name, kwargs)
+        where = f"XLACustomKernel '{self.name}'"
+        spec = normalize_outs(where, outs)
+        check_keywords(where, kwargs)
         if backend is not None:
             self._check_backend_known(backend)
-        where = f"XLACustomKernel '{self.name}'"
         arrays = [as_array(where, i, x) for i, x in enumerate(ins)]
-        results = self.primitive.bind(*arrays, outs=structs, backend=backend, **kwargs)
-        return treedef.unflatten(results)
+        results = self.primitive.bind(
+            *arrays, outs=spec.structs, backend=backend, **kwargs
+        )
+        return spec.unflatten(results)
 
     def _check_backend_known(self, backend: object) -> None:
         if not isinstance(backend, str):
@@ -184,7 +188,7 @@ class XLACustomKernel(CatalogMixin):
                 f"XLACustomKernel '{self.name}'.def_kernel(): backend must be a "
                 f"non-empty string such as 'numba' (got '')."
             )
-        _check_platform(self.name, "def_kernel", platform, list(KNOWN_PLATFORMS))
+        _check_platform(self.name, "def_kernel", platform, list(PLATFORMS))
         if not callable(kg):
             raise KernelTypeError(
                 f"XLACustomKernel '{self.name}'.def_kernel(): the kernel generator "
@@ -263,7 +267,7 @@ class XLACustomKernel(CatalogMixin):
         self, kg: KernelGenerator, platform: str | None = None, asdefault: bool = False
     ) -> None:
         """Register a pure-JAX reference kernel for one platform, or all if ``None``."""
-        for p in [platform] if platform is not None else list(KNOWN_PLATFORMS):
+        for p in [platform] if platform is not None else list(PLATFORMS):
             self.def_kernel("jax_raw", p, kg, asdefault)
 
     # -- defaults ------------------------------------------------------------------
@@ -274,7 +278,7 @@ class XLACustomKernel(CatalogMixin):
             KernelRegistrationError: (a ``ValueError``) nothing or not ``backend`` is
                 registered for ``platform``.
         """
-        _check_platform(self.name, "set_default", platform, list(KNOWN_PLATFORMS))
+        _check_platform(self.name, "set_default", platform, list(PLATFORMS))
         if not isinstance(backend, str):
             raise KernelTypeError(
                 f"XLACustomKernel '{self.name}'.set_default(): backend must be a "

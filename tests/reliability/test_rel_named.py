@@ -218,7 +218,7 @@ NATIVE_CALL = [
         pk.KernelCallError, r"`outs` must be a jax.ShapeDtypeStruct or a list of "
         r"them, one per 'ret' \(got int: 3\)"),
     bad("outs-list-of-str", _native(X, outs=["f32"]),
-        TypeError, r"`outs` must be a jax.ShapeDtypeStruct .* \(got list"),
+        TypeError, r"outs\[0\] must have .shape and .dtype, .* \(got str: 'f32'\)"),
     bad("attribute-unknown", _native(X, beta=1.0),
         pk.KernelCallError, r"attribute mismatch \(unknown: \['beta'\], missing: "
         r"none\)"),

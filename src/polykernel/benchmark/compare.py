@@ -9,8 +9,6 @@ import numpy as np
 
 __all__ = ["Comparison", "compare_outputs", "pick_reference"]
 
-# A pure-JAX implementation, when registered, is the natural oracle.
-PREFERRED_REFERENCE = "jax_raw"
 
 
 @dataclass(frozen=True)
@@ -25,7 +23,8 @@ class Comparison:
 def pick_reference(successful: list[str], requested: str | None = None) -> str | None:
     """Choose the reference backend among those that ran successfully.
 
-    ``requested`` wins when it succeeded, then ``jax_raw``, then the first one.
+    ``requested`` wins when it succeeded, then a reference backend (a pure-JAX
+    implementation such as ``jax_raw``: the natural oracle), then the first one.
 
     Example:
         >>> pick_reference(["numba", "jax_raw"])
@@ -33,9 +32,11 @@ def pick_reference(successful: list[str], requested: str | None = None) -> str |
     """
     if requested is not None and requested in successful:
         return requested
-    if PREFERRED_REFERENCE in successful:
-        return PREFERRED_REFERENCE
-    return successful[0] if successful else None
+    from ..backends import reference_backends
+
+    references = reference_backends()
+    preferred = next((b for b in successful if b in references), None)
+    return preferred or (successful[0] if successful else None)
 
 
 def _leaf_diff(a: np.ndarray, b: np.ndarray) -> float:

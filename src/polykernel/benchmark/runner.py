@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BenchmarkDataFnNotProvidedError, BenchmarkMismatchWarning
+from ..platforms import PLATFORMS
 from .compare import compare_outputs, pick_reference
 from .config import BenchmarkConfig
 from .record import BenchmarkRecord, compute_stats
@@ -25,14 +26,11 @@ from .timing import check_counts, time_function
 
 __all__ = ["BenchmarkPlan", "plan_benchmark", "run_benchmark"]
 
-_PLATFORMS = ("cpu", "gpu", "tpu")
-
-
 def _select_backends(kernel: Any, platform: str, backends: Any) -> list[str]:
     name = kernel.name
     available = list(kernel.available_backends(platform))
     if not available:
-        registered = {p: list(kernel.available_backends(p)) for p in _PLATFORMS}
+        registered = {p: list(kernel.available_backends(p)) for p in PLATFORMS}
         registered = {p: b for p, b in registered.items() if b}
         raise ValueError(
             f"XLACustomKernel '{name}'.benchmark: no backend is registered for "

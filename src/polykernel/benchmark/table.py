@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .compare import PREFERRED_REFERENCE
+from .compare import pick_reference
 from .ranking import fastest_per_config, is_known, mismatches, rank_field, rank_ms
 from .record import NOISE_THRESHOLD, BenchmarkRecord
 from .rows import format_si
@@ -20,9 +20,7 @@ def _baseline(backends: list[str], requested: str | None) -> str | None:
                 f"this result (backends: {backends})."
             )
         return requested
-    if PREFERRED_REFERENCE in backends:
-        return PREFERRED_REFERENCE
-    return backends[0] if backends else None
+    return pick_reference(backends)
 
 
 def _time_text(value: float | None) -> str:

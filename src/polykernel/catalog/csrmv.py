@@ -106,7 +106,7 @@ def _jax_generator(
 def _numba_generator(outs: Any, transpose: bool, **kwargs: Any) -> Any:
     import numba
 
-    from ..backends.numba_cpu import numba_kernel
+    from ..backends.numba import numba_kernel
 
     if transpose:
 
@@ -140,7 +140,7 @@ def _numba_generator(outs: Any, transpose: bool, **kwargs: Any) -> Any:
 
 
 def _cpp_generator(outs: Any, transpose: bool, **kwargs: Any) -> Any:
-    from ..native import load_cpp_inline
+    from ..backends.cuda_raw import load_cpp_inline
 
     module = load_cpp_inline(
         "polykernel_catalog_csrmv", _CPP, ["csrmv_gather", "csrmv_scatter"]

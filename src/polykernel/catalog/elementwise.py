@@ -53,7 +53,7 @@ def _jax_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
 def _numba_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
     import numba
 
-    from ..backends.numba_cpu import numba_kernel
+    from ..backends.numba import numba_kernel
 
     scale = np.float32(alpha)
 
@@ -68,7 +68,7 @@ def _numba_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
 
 
 def _cpp_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
-    from ..native import load_cpp_inline
+    from ..backends.cuda_raw import load_cpp_inline
 
     module = load_cpp_inline("polykernel_catalog_scaled_add", _CPP, ["scaled_add"])
     return lambda x, y: module.scaled_add(x, y, outs=outs[0], alpha=float(alpha))

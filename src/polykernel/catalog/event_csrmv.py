@@ -52,7 +52,7 @@ def _jax_generator(outs: Any, n_post: int, **kwargs: Any) -> Any:
 def _numba_generator(outs: Any, **kwargs: Any) -> Any:
     import numba
 
-    from ..backends.numba_cpu import numba_kernel
+    from ..backends.numba import numba_kernel
 
     @numba.njit
     def kernel(data, indices, indptr, spikes, out):
@@ -66,7 +66,7 @@ def _numba_generator(outs: Any, **kwargs: Any) -> Any:
 
 
 def _cpp_generator(outs: Any, **kwargs: Any) -> Any:
-    from ..native import load_cpp_inline
+    from ..backends.cuda_raw import load_cpp_inline
 
     module = load_cpp_inline("polykernel_catalog_event_csrmv", _CPP, ["event_csrmv"])
     return lambda *args: module.event_csrmv(*args, outs=outs[0])

@@ -60,7 +60,7 @@ def _numba_generator(
 ) -> Any:
     import numba
 
-    from ..backends.numba_cpu import numba_kernel
+    from ..backends.numba import numba_kernel
 
     ti, th, vr, step = (np.float32(x) for x in (tau_inv, v_th, v_rest, dt))
 
@@ -79,7 +79,7 @@ def _numba_generator(
 
 
 def _cpp_generator(outs: Any, **params: Any) -> Any:
-    from ..native import load_cpp_inline
+    from ..backends.cuda_raw import load_cpp_inline
 
     module = load_cpp_inline("polykernel_catalog_lif", _CPP, ["lif_step"])
     attrs = {k: float(params[k]) for k in _PARAMS}

@@ -1,20 +1,22 @@
-"""The XLA FFI C ABI seen from Python and Numba.
+"""The XLA FFI C ABI seen from Python, and the one target registry.
 
 - :mod:`.abi`: struct offsets, dtype codes, the API version handlers report;
-- :mod:`.naming`: content-derived target names (code *and* compile options);
-- :mod:`.registry`: one registration per name, after the CPU backend is up;
+- :mod:`.targets`: the one registry every FFI target polykernel registers goes
+  through (identity, revival in a new process);
+- :mod:`.naming`: content-derived target names;
+- :mod:`.metadata`: ask a handler its API version and traits;
 - :mod:`._pyerror`: ``XLA_FFI_Error`` creation for handler error paths;
-- :mod:`.intrinsics`: Numba intrinsics for generated ``@cfunc`` handlers (imports
-  Numba, so it is never imported from here).
+- :mod:`.handler_ir`: LLVM IR of generated handlers (imports llvmlite, so it is
+  never imported from here).
 
-Importing this package imports neither JAX nor Numba.
+Importing this package imports neither JAX nor any backend.
 """
 
 from __future__ import annotations
 
 from .abi import API_MAJOR, API_MINOR, DTYPE_CODES, dtype_code, dtype_name
-from .naming import kernel_fingerprint, target_name
-from .registry import register_cpu_target, registered_targets
+from .naming import target_name
+from .targets import list_registered_targets, register
 
 __all__ = [
     "API_MAJOR",
@@ -22,8 +24,7 @@ __all__ = [
     "DTYPE_CODES",
     "dtype_code",
     "dtype_name",
-    "kernel_fingerprint",
-    "register_cpu_target",
-    "registered_targets",
+    "list_registered_targets",
+    "register",
     "target_name",
 ]

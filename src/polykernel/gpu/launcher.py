@@ -38,6 +38,7 @@ from typing import Any
 
 from ..cuda_arch import normalize_arch
 from ..errors import KernelRegistrationError
+from ..ffi import targets
 from .launcher_build import launcher_library
 from .layout import ABI_VERSION, LaunchSpec
 
@@ -47,6 +48,7 @@ __all__ = [
     "GpuKernel",
     "KernelImage",
     "register_gpu_kernel",
+    "register_launcher_targets",
     "registered_gpu_kernels",
 ]
 
@@ -55,7 +57,6 @@ NOGRAPH_TARGET = "polykernel_gpu_launch_nograph"
 _KINDS = {"cubin": 0, "ptx": 1}
 _lock = threading.Lock()
 _kernels: dict[str, GpuKernel] = {}
-_targets_registered = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ class GpuKernel:
     name: str
     spec: LaunchSpec
     images: tuple[KernelImage, ...]
+    entry: str = ""
 
     def outs(self) -> list[Any]:
         import jax
@@ -147,21 +149,23 @@ def kernel_id(entry: str, spec: LaunchSpec, images: Sequence[KernelImage]) -> st
     return "pkgpu_" + h.hexdigest()[:32]
 
 
-def _register_targets() -> None:
-    """Register the launcher's two handlers for CUDA (once per process)."""
-    global _targets_registered
-    if _targets_registered:
-        return
-    import jax
-
+def register_launcher_targets() -> None:
+    """Register the launcher's two handlers for CUDA (once per process), through
+    the one target registry; their identity is the launcher library's ABI."""
     lib = launcher_library()
-    jax.devices("cpu")  # see ffi/registry.py: never register before a backend exists
     for name, address in (
         (GRAPH_TARGET, lib.launch),
         (NOGRAPH_TARGET, lib.launch_nograph),
     ):
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(address), platform="CUDA")
-    _targets_registered = True
+        targets.register(
+            name,
+            address,
+            platform="CUDA",
+            identity=f"pkgpu launcher abi {ABI_VERSION}",
+            backend="gpu_launcher",
+            label="polykernel GPU launcher",
+            owner=lib,
+        )
 
 
 def register_gpu_kernel(
@@ -200,11 +204,18 @@ def register_gpu_kernel(
         known = _kernels.get(kid)
         if known is None:
             _register_native(kid, name or entry, entry, spec, images)
-            _register_targets()
-            known = GpuKernel(kid, target, name or entry, spec, images)
+            register_launcher_targets()
+            known = GpuKernel(kid, target, name or entry, spec, images, entry)
             _kernels[kid] = known
+            fresh = True
+        else:
+            fresh = False
+    if fresh:
+        from .store import save_kernel
+
+        save_kernel(known)  # a new process can launch it from the cache
     if known.target != target:
-        return GpuKernel(kid, target, name or known.name, spec, images)
+        return GpuKernel(kid, target, name or known.name, spec, images, entry)
     return known
 
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import shutil
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,19 +24,15 @@ from pathlib import Path
 from .._version import __version__
 from ..errors import KernelLoadError
 from ..native import cache
-from ..native.compiler import (
-    CompileOptions,
-    build_command,
-    include_dirs,
-    keep_failed,
-    run_compiler,
-)
+from ..native.build import BuildJob, fetch_or_build, headers_digest
+from ..native.compiler import CompileOptions, build_command
 from ..native.toolchain import (
     find_host_compiler,
     find_nvcc,
     fingerprint,
     has_static_runtime,
 )
+from ..platforms import LoweringPlatform
 from .layout import ABI_VERSION
 
 __all__ = [
@@ -99,16 +93,6 @@ def _options(compiler: str | None) -> CompileOptions:
     )
 
 
-def _headers_digest() -> str:
-    pk_inc, jax_inc = include_dirs()
-    h = hashlib.sha256()
-    files = sorted(Path(pk_inc).glob("*.h"))
-    files.append(Path(jax_inc) / "xla" / "ffi" / "api" / "c_api.h")
-    for f in files:
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
-
-
 def build_launcher(compiler: str | None = None) -> tuple[Path, bool]:
     """Compile the launcher (or find it in the cache); return ``(library, built)``.
 
@@ -128,13 +112,13 @@ def build_launcher(compiler: str | None = None) -> tuple[Path, bool]:
     store = cache.native_root() / "toolchains"
     options = _options(compiler)
     if compiler == "nvcc":
-        platform, tool, ext = "cuda", find_nvcc(), "cu"
+        platform, tool, ext = LoweringPlatform.CUDA, find_nvcc(), "cu"
         host = find_host_compiler()
     else:
-        platform, tool, ext = "cpu", find_host_compiler(compiler), "cpp"
+        platform, tool, ext = LoweringPlatform.CPU, find_host_compiler(compiler), "cpp"
         host = tool
     static = has_static_runtime(host, store)
-    arches = ("80",) if platform == "cuda" else ()
+    arches = ("80",) if platform == LoweringPlatform.CUDA else ()
     cmd = build_command(platform, tool, options, arches, "<src>", "<out>", static)
     key = launcher_key(
         sources,
@@ -142,36 +126,13 @@ def build_launcher(compiler: str | None = None) -> tuple[Path, bool]:
             "component": f"{_NAME} abi {ABI_VERSION}",
             "flags": "\0".join(cmd[1:]),
             "compiler": fingerprint(tool, store),
-            "headers": _headers_digest(),
+            "headers": headers_digest(),
             "jax": f"jax {jax.__version__} jaxlib {jaxlib.__version__}",
             "polykernel": __version__,
         },
     )
-    lib = cache.lookup(key)
-    if lib is not None:
-        return lib, False
-    with cache.build_lock(key):
-        lib = cache.lookup(key)
-        if lib is not None:
-            return lib, False
-        tmp_root = cache.ensure_dir(cache.native_root() / "tmp")
-        build_dir = Path(tempfile.mkdtemp(prefix=f"{_NAME}-", dir=tmp_root))
-        src, out = build_dir / f"{_NAME}.{ext}", build_dir / "lib.so"
-        src.write_text(source)
-        real = [
-            str(src) if c == "<src>" else str(out) if c == "<out>" else c for c in cmd
-        ]
-        failed = cache.native_root() / "failed" / f"{_NAME}-{key[:12]}"
-        try:
-            seconds = run_compiler(_NAME, real, failed / src.name, options.timeout)
-        except Exception:
-            cache.ensure_dir(failed.parent)
-            keep_failed(build_dir, failed)
-            raise
-        meta = {"name": _NAME, "command": real, "seconds": seconds}
-        lib = cache.publish(key, out, source, ext, meta)
-        shutil.rmtree(build_dir, ignore_errors=True)
-        return lib, True
+    job = BuildJob(_NAME, key, source, ext, tuple(cmd), options.timeout)
+    return fetch_or_build(job)
 
 
 class LauncherLibrary:

@@ -1,12 +1,19 @@
-"""Raw C++/CUDA kernels as XLA FFI targets: load, compile, cache, register, call.
+"""The one native build path: toolchains, compiler driver, build, content-keyed cache.
 
-See ``docs/native.md``. Importing this package runs no compiler and touches no disk.
+- :mod:`.toolchain`: host compiler and nvcc discovery, fingerprints, CUDA arches;
+- :mod:`.compiler`: :class:`CompileOptions` and the command line;
+- :mod:`.build`: look up, lock, build in a temporary directory, publish — used by the
+  ``cuda_raw`` loaders and the GPU launcher alike;
+- :mod:`.cache`: the ``native/`` section of the cache root;
+- :mod:`.compiler_backends`: the reference's ``CPPBackend``/``CUDABackend``/
+  ``HIPBackend`` compiler drivers; :mod:`.diagnostics`: ``print_diagnostics``.
+
+Importing this package runs no compiler and touches no disk.
 """
 
 from __future__ import annotations
 
 from .cache import clear_cache
-from .compiled import CompiledModule
 from .compiler import CompileOptions
 from .compiler_backends import (
     CompilerBackend,
@@ -16,31 +23,15 @@ from .compiler_backends import (
     so_ext,
 )
 from .diagnostics import diagnostics, print_diagnostics
-from .directory import load_cuda_dir
-from .loader import load_cpp_file, load_cpp_inline, load_cuda_file, load_cuda_inline
-from .module import NativeFunction, NativeModule
-from .runtime import list_registered_targets, register_ffi_target
-from .tokens import normalize_tokens
 
 __all__ = [
     "CPPBackend",
     "CUDABackend",
     "CompileOptions",
-    "CompiledModule",
     "CompilerBackend",
     "HIPBackend",
-    "NativeFunction",
-    "NativeModule",
     "clear_cache",
     "diagnostics",
-    "list_registered_targets",
-    "load_cpp_file",
-    "load_cpp_inline",
-    "load_cuda_dir",
-    "load_cuda_file",
-    "load_cuda_inline",
-    "normalize_tokens",
     "print_diagnostics",
-    "register_ffi_target",
     "so_ext",
 ]

@@ -64,8 +64,8 @@ def diagnostics() -> dict[str, Any]:
     import jaxlib
 
     from .._version import __version__
+    from ..ffi.targets import list_registered_targets
     from . import cache
-    from .runtime import list_registered_targets
 
     include_dir = jax.ffi.include_dir()
     info = cache.info()

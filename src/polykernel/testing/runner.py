@@ -9,8 +9,9 @@ import jax
 import numpy as np
 
 from .. import _jax_compat as jc
-from ..call_spec import as_array, flatten_outs
-from ..kernel_table import lowering_platforms
+from ..backends import reference_backends
+from ..contract.outs import as_array, normalize_outs
+from ..platforms import platform_of
 from .autodiff import check_grad, check_jvp, check_transpose, linear_inputs
 from .batching import check_vmap
 from .forward import (
@@ -40,10 +41,9 @@ CHECKS = (
 
 def present_platforms() -> dict[str, Any]:
     """Our platform name -> the first JAX device of it, for devices present."""
-    names = lowering_platforms()
     found: dict[str, Any] = {}
     for device in jax.devices():
-        found.setdefault(names.get(device.platform, device.platform), device)
+        found.setdefault(platform_of(device.platform) or device.platform, device)
     return found
 
 
@@ -64,7 +64,8 @@ def _reference_outputs(subject, reference, backends, outputs) -> tuple[Any, str]
     name = reference
     if name is None:
         registered = subject.kernel.available_backends(subject.platform)
-        name = "jax_raw" if "jax_raw" in registered else None
+        references = reference_backends()
+        name = next((b for b in registered if b in references), None)
     if name is None:  # no reference: compare backends with the first one
         name = next((b for b in backends if outputs.get(b) is not None), None)
         if name is None:
@@ -200,7 +201,7 @@ def check_kernel(
     wanted = wanted_checks(checks, CHECKS)
     check_options(kernel, reference, backends, atol, rtol, kwargs)
     # Bad `outs` or inputs are the caller's error: raise now, not a failed report.
-    flatten_outs(kernel.name, outs)
+    normalize_outs(f"XLACustomKernel '{kernel.name}'", outs)
     for i, a in enumerate(args):
         as_array(f"check_kernel('{kernel.name}')", i, a)
     results: list[CheckResult] = []

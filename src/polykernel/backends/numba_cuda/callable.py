@@ -24,25 +24,41 @@ Example:
 
 from __future__ import annotations
 
-import itertools
+import functools
+import hashlib
+import marshal
 import threading
-from collections.abc import Callable
+import uuid
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from ...contract.kernel import BackendKernel
+from ...contract.outs import OutSpec
+from ...contract.scalars import Scalars
 from ...errors import KernelTypeError
+from ...ffi import targets
+from ...platforms import Platform
 from .compiler import require_numba_cuda
-from .host_handler import DeviceBuffer, HostHandler, make_host_handler
-from .kernel import check_call_options, use_gpu_path
-from .outs import flatten_outs, unflatten
+from .host_handler import DeviceBuffer, make_host_handler
 from .simulator import SimulatedCuda, simulated_globals
 
-__all__ = ["NumbaCudaCallable", "numba_cuda_callable"]
+__all__ = [
+    "TARGET_PATTERN",
+    "NumbaCudaCallable",
+    "callable_target",
+    "numba_cuda_callable",
+    "register_callable",
+]
 
-_counter = itertools.count()
+#: Names of the targets of ``numba_cuda_callable`` functions.
+TARGET_PATTERN = r"pk_ncc_[0-9a-f]{24}"
 _lock = threading.Lock()
-_handlers: dict[str, HostHandler] = {}  # keeps every ctypes handler alive
+# Functions polykernel cannot name across processes (closures, locals) get a
+# per-process token; weak keys, so a new function never inherits a dead one's.
+_local_tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _batch_of(inputs: list[np.ndarray], compiled: list[tuple[int, ...]]) -> tuple:
@@ -55,42 +71,113 @@ def _batch_of(inputs: list[np.ndarray], compiled: list[tuple[int, ...]]) -> tupl
     return tuple(dims)
 
 
-class NumbaCudaCallable:
+def importable(fn: Any) -> bool:
+    """Whether a new process finds ``fn`` again by module and qualified name."""
+    return (
+        getattr(fn, "__closure__", None) is None
+        and "<" not in getattr(fn, "__qualname__", "<")
+        and getattr(fn, "__module__", None) not in (None, "__main__")
+        and hasattr(fn, "__code__")
+    )
+
+
+def callable_target(fn: Any) -> tuple[str, bool]:
+    """The FFI target name of ``fn``'s handler and whether it is portable.
+
+    A module-level function is named by its module, qualified name and code, the
+    same in every process; anything else (a closure, a lambda, a method) by a token
+    of this process.
+    """
+    h = hashlib.sha256()
+    if importable(fn):
+        h.update(f"{fn.__module__}\0{fn.__qualname__}\0".encode())
+        h.update(marshal.dumps(fn.__code__))
+        portable = True
+    else:
+        with _lock:
+            try:
+                token = _local_tokens.setdefault(fn, uuid.uuid4().hex)
+            except TypeError:  # not weak-referenceable: one token per wrapper call
+                token = uuid.uuid4().hex
+        h.update(f"local:{token}".encode())
+        portable = False
+    return f"pk_ncc_{h.hexdigest()[:24]}", portable
+
+
+def run_on_gpu(fn: Callable[..., Any], ins: list[DeviceBuffer],
+               outs: list[DeviceBuffer], stream: int) -> None:  # fmt: skip
+    """Call ``fn`` with Numba device arrays over XLA's buffers, on XLA's stream."""
+    from numba import cuda
+
+    def device_array(b: DeviceBuffer) -> Any:
+        desc = {"shape": b.shape, "typestr": np.dtype(b.dtype).str,
+                "data": (b.data, False), "version": 3, "strides": None}  # fmt: skip
+        return cuda.from_cuda_array_interface(desc, owner=None, sync=False)
+
+    arrays = [device_array(b) for b in ins + outs]
+    fn(*arrays, cuda.external_stream(stream))
+
+
+def register_callable(fn: Callable[..., Any]) -> str:
+    """Register the CUDA handler that runs ``fn`` (once per function); its name."""
+    name, portable = callable_target(fn)
+    if targets.lookup(name, "CUDA") is None:
+        label = getattr(fn, "__qualname__", type(fn).__name__)
+        handler = make_host_handler(name, functools.partial(run_on_gpu, fn))
+        targets.register(
+            name,
+            handler.address,
+            platform="CUDA",
+            identity=name,
+            backend="numba_cuda",
+            label=label,
+            owner=handler,
+            portable=portable,
+            note="" if portable else (
+                f"'{label}' is not a module-level function, so another process "
+                "cannot find it by name"
+            ),
+        )
+    return name
+
+
+class NumbaCudaCallable(BackendKernel):
     """The callable :func:`numba_cuda_callable` returns (see there)."""
 
+    backend = "numba_cuda"
+    sequence = None  # results keep the pytree structure of outs
+
     def __init__(self, fn, outs, vmap_method, input_output_aliases) -> None:
-        self.fn = fn
-        self.name = getattr(fn, "__qualname__", type(fn).__name__)
-        where = f"numba_cuda_callable '{self.name}'"
-        self.out_specs, self.treedef = flatten_outs(where, outs)
-        self.vmap_method = vmap_method
-        self.aliases = check_call_options(
-            where, vmap_method, input_output_aliases, len(self.out_specs)
+        super().__init__(
+            "numba_cuda_callable",
+            getattr(fn, "__qualname__", type(fn).__name__),
+            outs,
+            platforms=(Platform.CPU, Platform.GPU),
+            vmap_method=vmap_method,
+            input_output_aliases=input_output_aliases,
         )
-        self._target: str | None = None
+        self.fn = fn
 
-    def __call__(self, *args: Any) -> Any:
+    def emit(
+        self, platform: Platform, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec
+    ) -> list[Any]:
         import jax
-        import jax.numpy as jnp
 
-        args = tuple(a if hasattr(a, "dtype") else jnp.asarray(a) for a in args)
-        if use_gpu_path():
+        if platform == Platform.GPU:
             call = jax.ffi.ffi_call(
-                self._gpu_target(),
-                self.out_specs,
+                register_callable(self.fn),
+                list(outs.structs),
                 vmap_method=self.vmap_method,
-                input_output_aliases=self.aliases,
+                input_output_aliases=self.aliases or None,
             )
-            results = list(call(*args))
-        else:
-            compiled = [tuple(a.shape) for a in args]
+            return list(call(*arrays))
+        compiled = [tuple(a.shape) for a in arrays]
 
-            def callback(*xs: np.ndarray) -> list[np.ndarray]:
-                return self._simulate(list(xs), compiled)
+        def callback(*xs: np.ndarray) -> list[np.ndarray]:
+            return self._simulate(list(xs), compiled)
 
-            results = list(jax.pure_callback(callback, self.out_specs, *args,
-                                             vmap_method=self.vmap_method))  # fmt: skip
-        return unflatten(self.treedef, results)
+        return list(jax.pure_callback(callback, list(outs.structs), *arrays,
+                                      vmap_method=self.vmap_method))  # fmt: skip
 
     # -- CPU: Numba's simulator ------------------------------------------------------
     def _simulate(self, xs: list[np.ndarray], compiled) -> list[np.ndarray]:
@@ -100,38 +187,13 @@ class NumbaCudaCallable:
         batch = _batch_of(xs, compiled)
         outs = [np.zeros((*batch, *o.shape), o.dtype) for o in self.out_specs]
         arrays = [np.array(x) for x in xs]
-        for i, j in (self.aliases or {}).items():
+        for i, j in self.aliases.items():
             outs[j][...] = arrays[i]
             arrays[i] = outs[j]  # one buffer, as on the GPU
         wrapped = [FakeCUDAArray(a) for a in arrays + outs]
         with simulated_globals(self.fn, module=SimulatedCuda()):
             self.fn(*wrapped, sim.stream())
         return outs
-
-    # -- GPU: a Python FFI handler on XLA's stream -----------------------------------
-    def _gpu_target(self) -> str:
-        with _lock:
-            if self._target is None:
-                import jax
-
-                name = f"polykernel_numba_cuda_callable_{next(_counter)}"
-                handler = make_host_handler(name, self._run_on_gpu)
-                jax.ffi.register_ffi_target(name, handler.capsule(), platform="CUDA")
-                _handlers[name] = handler
-                self._target = name
-        return self._target
-
-    def _run_on_gpu(self, ins: list[DeviceBuffer], outs: list[DeviceBuffer],
-                    stream: int) -> None:  # fmt: skip
-        from numba import cuda
-
-        def device_array(b: DeviceBuffer) -> Any:
-            desc = {"shape": b.shape, "typestr": np.dtype(b.dtype).str,
-                    "data": (b.data, False), "version": 3, "strides": None}  # fmt: skip
-            return cuda.from_cuda_array_interface(desc, owner=None, sync=False)
-
-        arrays = [device_array(b) for b in ins + outs]
-        self.fn(*arrays, cuda.external_stream(stream))
 
 
 def numba_cuda_callable(

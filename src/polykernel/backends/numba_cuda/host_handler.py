@@ -11,8 +11,8 @@ handler is checked here with a hand-built frame (``tests/ffi_frames.py``).
 
 Example:
     >>> h = make_host_handler("f", lambda ins, outs, stream: None)  # doctest: +SKIP
-    >>> jax.ffi.register_ffi_target("f", h.capsule(), platform="CUDA")
-    ...                                                   # doctest: +SKIP
+    >>> targets.register("f", h.address, platform="CUDA", identity="f",
+    ...                  backend="numba_cuda")           # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -27,89 +27,77 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ...call_spec import kernel_aliases
-from ...errors import KernelCallError, KernelRegistrationError, KernelTypeError
+from ...contract.kernel import BackendKernel
+from ...contract.launch import launch_count, size_of
+from ...contract.outs import OutSpec
+from ...contract.scalars import Scalars
+from ...errors import KernelCallError
 from ...gpu.layout import BufferSpec
-from ...platform_context import traced_for_gpu
+from ...platforms import Platform
 from .array_abi import kernel_launch_spec
 from .compiler import check_kernel, compile_kernel, kernel_name, require_numba_cuda
 from .launch_config import resolve_launch
-from .outs import flatten_outs, unflatten
 from .simulator import run_batched, run_kernel
 
-__all__ = ["NumbaCudaKernel", "numba_cuda_kernel", "use_gpu_path"]
+__all__ = ["NumbaCudaKernel", "buffer_specs", "numba_cuda_kernel"]
 
 
-def use_gpu_path() -> bool:
-    """True when the call being traced is for a GPU (see the module docstring)."""
-    return traced_for_gpu()
+def buffer_specs(
+    where: str, args: Sequence[Any], outs: Sequence[Any]
+) -> list[BufferSpec]:
+    """The buffers of a call: every input, then every output.
 
-
-def check_call_options(
-    where: str, vmap_method: object, aliases: object, n_outputs: int
-) -> dict[int, int] | None:
-    """:func:`~polykernel.call_spec.kernel_aliases`, keeping None for no aliases.
-
-    Every bad launch option of the Numba-CUDA wrappers is a ``ValueError`` (their
-    documented contract), a malformed alias mapping included.
+    Raises:
+        KernelCallError: an input is not an array.
     """
-    try:
-        checked = kernel_aliases(where, vmap_method, aliases, n_outputs)
-    except KernelTypeError as err:
-        raise KernelRegistrationError(str(err)) from None
-    return None if aliases is None else checked
+    specs = []
+    for i, x in enumerate(args):
+        if not (hasattr(x, "shape") and hasattr(x, "dtype")):
+            raise KernelCallError(
+                f"{where}: input {i} must be an array, got {type(x).__name__}; pass "
+                f"scalars as 0-d arrays."
+            )
+        specs.append(BufferSpec(np.dtype(x.dtype).name, tuple(x.shape)))
+    for o in outs:
+        specs.append(BufferSpec(np.dtype(o.dtype).name, tuple(o.shape)))
+    return specs
 
 
-class NumbaCudaKernel:
+class NumbaCudaKernel(BackendKernel):
     """The callable :func:`numba_cuda_kernel` returns (see there)."""
 
-    def __init__(self, kernel, outs, grid, block, launch_dims, threads_per_block,
-                 shared_mem, vmap_method, input_output_aliases) -> None:  # fmt: skip
+    backend = "numba_cuda"
+    sequence = None  # results keep the pytree structure of outs
+
+    def __init__(self, kernel, outs, grid, block, vmap_method,
+                 input_output_aliases, shared_mem=0) -> None:  # fmt: skip
+        super().__init__(
+            "numba_cuda_kernel",
+            kernel_name(kernel),
+            outs,
+            platforms=(Platform.CPU, Platform.GPU),
+            vmap_method=vmap_method,
+            input_output_aliases=input_output_aliases,
+        )
         self.kernel = kernel
-        self.name = kernel_name(kernel)
-        where = f"numba_cuda_kernel '{self.name}'"
-        self.out_specs, self.treedef = flatten_outs(where, outs)
-        self.grid, self.block = resolve_launch(
-            grid, block, launch_dims, threads_per_block, where
-        )
-        if not isinstance(shared_mem, int) or shared_mem < 0:
-            raise KernelRegistrationError(
-                f"{where}: shared_mem must be a non-negative number of bytes, got "
-                f"{shared_mem!r}."
-            )
+        self.grid, self.block = grid, block
         self.shared_mem = shared_mem
-        self.vmap_method = vmap_method
-        self.aliases = check_call_options(
-            where, vmap_method, input_output_aliases, len(self.out_specs)
-        )
 
-    def _buffers(self, args: tuple[Any, ...]) -> list[BufferSpec]:
-        specs = []
-        for i, x in enumerate(args):
-            if not (hasattr(x, "shape") and hasattr(x, "dtype")):
-                raise KernelCallError(
-                    f"numba_cuda_kernel '{self.name}': input {i} must be an array, "
-                    f"got {type(x).__name__}; pass scalars as 0-d arrays."
-                )
-            specs.append(BufferSpec(np.dtype(x.dtype).name, tuple(x.shape)))
-        for o in self.out_specs:
-            specs.append(BufferSpec(np.dtype(o.dtype).name, tuple(o.shape)))
-        return specs
+    def launches_nothing(self, arrays: Sequence[Any], scalars: Scalars) -> bool:
+        return size_of(self.grid) == 0 or size_of(self.block) == 0
 
-    def __call__(self, *args: Any) -> Any:
-        import jax.numpy as jnp
-
-        args = tuple(a if hasattr(a, "dtype") else jnp.asarray(a) for a in args)
-        buffers = self._buffers(args)
-        if use_gpu_path():
-            results = self._gpu_call(args, buffers)
-        else:
-            results = self._simulated_call(args, buffers)
-        return unflatten(self.treedef, results)
+    def emit(
+        self, platform: Platform, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec
+    ) -> list[Any]:
+        buffers = buffer_specs(self.where, arrays, outs.structs)
+        if platform == Platform.GPU:
+            return self._gpu_call(arrays, buffers)
+        return self._simulated_call(arrays, buffers)
 
     def _gpu_call(self, args, buffers) -> list[Any]:
         from ...gpu.launcher import register_gpu_kernel
@@ -126,7 +114,7 @@ class NumbaCudaKernel:
         launched = register_gpu_kernel(images, entry, spec, name=self.name)
         return launched(
             *args,
-            input_output_aliases=self.aliases,
+            input_output_aliases=self.aliases or None,
             vmap_method=self.vmap_method,
         )
 
@@ -140,11 +128,13 @@ class NumbaCudaKernel:
             run_kernel(self.kernel, self.grid, self.block, self.shared_mem, arrays)
 
         def callback(*xs: np.ndarray) -> list[np.ndarray]:
-            return run_batched(launch, compiled, outs, xs, self.aliases, self.name)
+            return run_batched(launch, compiled, outs, xs, self.aliases or None,
+                               self.name)  # fmt: skip
 
-        shapes = [jax.ShapeDtypeStruct(o.shape, o.dtype) for o in self.out_specs]
         return list(
-            jax.pure_callback(callback, shapes, *args, vmap_method=self.vmap_method)
+            jax.pure_callback(
+                callback, list(self.out_specs), *args, vmap_method=self.vmap_method
+            )
         )
 
 
@@ -179,7 +169,9 @@ def numba_cuda_kernel(
         threads_per_block: Threads per block along x with ``launch_dims``.
         shared_mem: Dynamic shared memory in bytes.
         vmap_method: As for ``jax.ffi.ffi_call``; ``expand_dims`` and
-            ``broadcast_all`` launch the kernel once per batch element.
+            ``broadcast_all`` launch the kernel once per batch element. ``None``
+            (default) means ``"expand_dims"`` (``"broadcast_all"`` with aliases),
+            the default of every polykernel kernel wrapper.
         input_output_aliases: ``{input index: output index}`` (in place).
 
     Returns:
@@ -197,6 +189,10 @@ def numba_cuda_kernel(
         >>> jax.jit(f)(a, b)                              # doctest: +SKIP
     """
     require_numba_cuda("numba_cuda_kernel")
+    where = f"numba_cuda_kernel '{kernel_name(kernel)}'"
+    # The launch configuration is checked first, as the reference does.
+    grid3, block3 = resolve_launch(grid, block, launch_dims, threads_per_block, where)
+    shared = launch_count(where, "shared_mem", shared_mem)
     check_kernel(kernel, "numba_cuda_kernel")
-    return NumbaCudaKernel(kernel, outs, grid, block, launch_dims, threads_per_block,
-                           shared_mem, vmap_method, input_output_aliases)  # fmt: skip
+    return NumbaCudaKernel(kernel, outs, grid3, block3, vmap_method,
+                           input_output_aliases, shared)  # fmt: skip

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from ...contract.launch import launch_count, launch_shape
 from ...errors import KernelRegistrationError
 
 __all__ = ["RULE", "resolve_launch"]
@@ -24,21 +25,15 @@ RULE = (
     "(e.g. launch_dims=1024)"
 )
 Dims = tuple[int, int, int]
+#: CUDA's limit on the threads of one block.
+MAX_BLOCK = 1024
 
 
 def _dims(where: str, name: str, value: object, minimum: int = 0) -> Dims:
-    items = value if isinstance(value, (tuple, list)) else (value,)
-    if not 1 <= len(items) <= 3 or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in items
-    ):
-        raise KernelRegistrationError(
-            f"{where}: {name} must be an int or a tuple of 1 to 3 ints, got {value!r}."
-        )
-    if any(v < minimum for v in items):
-        raise KernelRegistrationError(
-            f"{where}: every entry of {name} must be >= {minimum}, got {value!r}."
-        )
-    return (*items, *(1,) * (3 - len(items)))  # type: ignore[return-value]
+    maximum = MAX_BLOCK if name == "block" else 2**31 - 1
+    dims = launch_shape(where, name, value, max_rank=3, minimum=minimum,
+                        maximum=maximum)  # fmt: skip
+    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
 
 
 def resolve_launch(
@@ -53,7 +48,8 @@ def resolve_launch(
     Raises:
         KernelRegistrationError (a ValueError): neither or both forms are given, a
             form is incomplete, or a dimension is not a non-negative int (a block
-            dimension must be >= 1).
+            dimension must be in [1, 1024]); the rules of
+            :mod:`polykernel.contract.launch`.
     """
     explicit = grid is not None or block is not None
     if launch_dims is not None and explicit:
@@ -68,16 +64,9 @@ def resolve_launch(
                 f"{where}: no launch configuration ({got}); {RULE}."
             )
         return _dims(where, "grid", grid), _dims(where, "block", block, 1)
-    if (
-        not isinstance(threads_per_block, int)
-        or isinstance(threads_per_block, bool)
-        or threads_per_block < 1
-    ):
-        raise KernelRegistrationError(
-            f"{where}: threads_per_block must be a positive int, got "
-            f"{threads_per_block!r}."
-        )
+    tpb = launch_count(where, "threads_per_block", threads_per_block, minimum=1,
+                       maximum=MAX_BLOCK)  # fmt: skip
     total = _dims(where, "launch_dims", launch_dims)
-    block3 = (threads_per_block, 1, 1)  # y and z get one thread per block
+    block3 = (tpb, 1, 1)  # y and z get one thread per block
     grid3 = tuple(-(-t // b) for t, b in zip(total, block3, strict=True))
     return grid3, block3  # type: ignore[return-value]

@@ -5,8 +5,10 @@
 - :mod:`.call_check`: checks of a call against the kernel's parameters;
 - :mod:`.kernel`: :func:`warp_kernel` / :class:`WarpKernel`;
 - :mod:`.cpu_target`, :mod:`.cpu_handler`: the GIL-free CPU FFI handler;
+- :mod:`.revive`: its CPU targets registered again in a new process;
 - :mod:`.gpu_target`, :mod:`.gpu_build`: Warp's ahead-of-time CUDA build run by
-  the native GPU launcher.
+  the native GPU launcher;
+- :mod:`.info`, :mod:`.backend`: its rows of ``polykernel info``, its protocol object.
 
 Importing this package imports neither Warp nor llvmlite.
 """

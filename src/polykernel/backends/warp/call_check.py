@@ -2,13 +2,13 @@
 
 Every message names the kernel, the parameter, what was expected and what came;
 all checks run at trace time (shapes are static), so the handler never sees a call
-its kernel was not built for.
+its kernel was not built for. Scalar values themselves go through the one refusing
+converter (:mod:`polykernel.contract.scalars`) with the dtype declared here.
 """
 
 from __future__ import annotations
 
-import keyword
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import KernelRegistrationError, KernelTypeError
 from .plan import MAX_ARRAY_BYTES, KernelPlan, array_shape
 
-__all__ = ["check_arrays", "scalar_attributes"]
+__all__ = ["check_arrays", "check_scalar_names", "scalar_dtype"]
 
 
 def check_arrays(
@@ -65,45 +65,34 @@ def check_arrays(
     return shapes
 
 
-def scalar_attributes(
-    name: str, plan: KernelPlan, attrs: dict[str, Any]
-) -> tuple[tuple[str, Any], ...]:
-    """The call's keywords as NumPy scalars of the parameters' dtypes, sorted.
+def check_scalar_names(name: str, plan: KernelPlan, attrs: Mapping[str, Any]) -> None:
+    """Refuse a call whose keywords are not exactly the kernel's scalar parameters.
 
     Raises:
-        KernelRegistrationError: a scalar parameter is missing, a keyword names no
-            scalar parameter, or a value is traced or not a scalar.
+        KernelRegistrationError: a scalar parameter is missing, or a keyword names
+            no scalar parameter.
     """
-    import jax
-
-    wanted = {a.label: a.dtype for a in plan.scalars}
-    missing = sorted(set(wanted) - set(attrs))
-    extra = sorted(set(attrs) - set(wanted))
+    wanted = {a.label for a in plan.scalars}
+    missing = sorted(wanted - set(attrs))
+    extra = sorted(set(attrs) - wanted)
     if missing or extra:
         raise KernelRegistrationError(
             f"warp_kernel '{name}': scalar parameters are passed as keywords; the "
             f"kernel takes {sorted(wanted) or 'none'}, missing {missing or 'none'}, "
             f"unexpected {extra or 'none'}."
         )
-    result = []
-    for key in sorted(attrs):
-        value = attrs[key]
-        if isinstance(value, jax.core.Tracer):
-            raise KernelRegistrationError(
-                f"warp_kernel '{name}': scalar '{key}' is a traced value; scalars "
-                f"are compile-time constants. Pass it as a 1-element array input "
-                f"instead, or make it static (static_argnames)."
-            )
-        arr = np.asarray(value)
-        if arr.ndim != 0 or not key.isidentifier() or keyword.iskeyword(key):
-            raise KernelRegistrationError(
-                f"warp_kernel '{name}': scalar '{key}' must be a Python or NumPy "
-                f"scalar, got {type(value).__name__} of shape {arr.shape}."
-            )
-        if wanted[key] == "float16":
-            raise KernelTypeError(
-                f"warp_kernel '{name}': scalar parameter '{key}' is float16, which "
-                f"XLA attributes cannot carry; use float32 for scalar parameters."
-            )
-        result.append((key, arr.astype(wanted[key])[()]))
-    return tuple(result)
+
+
+def scalar_dtype(name: str, plan: KernelPlan, key: str) -> str:
+    """The declared dtype of scalar parameter ``key`` (its annotation).
+
+    Raises:
+        KernelTypeError: the parameter is float16, which XLA attributes cannot carry.
+    """
+    dtype = next(a.dtype for a in plan.scalars if a.label == key)
+    if dtype == "float16":
+        raise KernelTypeError(
+            f"warp_kernel '{name}': scalar parameter '{key}' is float16, which "
+            f"XLA attributes cannot carry; use float32 for scalar parameters."
+        )
+    return dtype

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import BackendUnavailableError
+from ...ffi import targets
 from ...ffi.handler_ir.signature import Signature
-from ...ffi.registry import register_cpu_target
 from .plan import (
     ARRAY_NDIM,
     ARRAY_SHAPE,
@@ -183,6 +183,14 @@ def build_cpu_handler(
         engine.finalize_object()
         address = engine.get_function_address(target)
         handler = CpuHandler(target, address, (engine, tm, module_exec))
-        register_cpu_target(target, address, handler)
+        targets.register(
+            target,
+            address,
+            platform="cpu",
+            identity=target,  # the name is a digest of everything the handler does
+            backend="warp",
+            label=label,
+            owner=handler,
+        )
         _handlers[target] = handler
         return handler

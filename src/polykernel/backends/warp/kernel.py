@@ -19,22 +19,24 @@ CUDA build (``gpu_build``). See ``docs/warp.md``.
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ...call_spec import VMAP_METHODS, kernel_aliases, kernel_outs
-from ...errors import KernelRegistrationError, KernelTypeError
+from ...contract.kernel import BackendKernel
+from ...contract.launch import MAX_DIM, launch_shape, size_of
+from ...contract.outs import OutSpec
+from ...contract.scalars import Scalars
+from ...errors import KernelTypeError
 from ...ffi.handler_ir.signature import Signature
-from .call_check import check_arrays, scalar_attributes
-from .plan import describe_kernel
-from .platform import current_platform
+from ...platforms import Platform
+from .call_check import check_arrays, check_scalar_names, scalar_dtype
+from .plan import array_shape, describe_kernel
 from .types import import_warp, warp_dtype_name
 
-__all__ = ["VMAP_METHODS", "WarpKernel", "warp_kernel"]
+__all__ = ["WarpKernel", "warp_kernel"]
 
 
 def warp_kernel(
@@ -87,24 +89,10 @@ def warp_kernel(
     return WarpKernel(kernel, outs, launch_dims, vmap_method, input_output_aliases)
 
 
-def _normalize_launch(name: str, launch_dims: Any) -> tuple[int, ...] | None:
-    if launch_dims is None:
-        return None
-    dims = (launch_dims,) if isinstance(launch_dims, int | np.integer) else launch_dims
-    try:
-        dims = tuple(int(d) for d in dims)
-    except TypeError:
-        dims = ()
-    if not 1 <= len(dims) <= 4 or any(d < 0 or d >= 2**31 for d in dims):
-        raise KernelRegistrationError(
-            f"warp_kernel '{name}': launch_dims must be an int or 1 to 4 ints in "
-            f"[0, 2**31), got {launch_dims!r}."
-        )
-    return dims
-
-
-class WarpKernel:
+class WarpKernel(BackendKernel):
     """The callable :func:`warp_kernel` returns (one per kernel, ``outs`` and grid)."""
+
+    backend = "warp"
 
     def __init__(self, kernel, outs, launch_dims, vmap_method, aliases) -> None:
         wp = import_warp()
@@ -114,93 +102,83 @@ class WarpKernel:
                 f"{getattr(kernel, '__qualname__', kernel)!r}. Decorate the function "
                 f"with @warp.kernel."
             )
+        where = f"warp_kernel '{kernel.key}'"
+        super().__init__(
+            "warp_kernel",
+            kernel.key,
+            outs,
+            platforms=(Platform.CPU, Platform.GPU),
+            vmap_method=vmap_method,
+            input_output_aliases=aliases,
+            check_dtype=lambda what, dt: warp_dtype_name(dt, f"{where}: {what}"),
+        )
         self.kernel = kernel
-        self.name = kernel.key
         self.plan = describe_kernel(kernel)
-        where = f"warp_kernel '{self.name}'"
-        self.out_specs, self._single = kernel_outs(
-            where, outs, lambda what, dt: warp_dtype_name(dt, f"{where}: {what}")
-        )
-        self.launch_dims = _normalize_launch(self.name, launch_dims)
-        self.aliases = kernel_aliases(where, vmap_method, aliases, len(self.out_specs))
-        self.vmap_method = vmap_method or (
-            "broadcast_all" if self.aliases else "expand_dims"
-        )
+        self.launch_dims = None
+        if launch_dims is not None:
+            self.launch_dims = launch_shape(
+                self.where, "launch_dims", launch_dims, max_rank=4, maximum=MAX_DIM
+            )
         self._targets: dict[Any, tuple[str, dict[str, Any]]] = {}
-        self._eager: dict[Any, Any] = {}
         self._lock = threading.Lock()
 
-    def __repr__(self) -> str:
-        return f"warp_kernel({self.name}, outs={list(self.out_specs)})"
+    # -- the backend's half of the contract -------------------------------------------
+    def convert_scalars(self, scalars: dict[str, Any]) -> Scalars:
+        check_scalar_names(self.name, self.plan, scalars)
+        return super().convert_scalars(scalars)
 
-    def __call__(self, *args: Any, **attrs: Any) -> Any:
-        """Run the kernel on ``args``; keyword arguments are scalar parameters."""
+    def scalar_dtype(self, name: str, value: Any) -> Any:
+        return scalar_dtype(self.name, self.plan, name)
+
+    def prepare(self, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec) -> None:
+        check_arrays(self.name, self.plan, arrays, outs.structs)
+
+    def launches_nothing(self, arrays: Sequence[Any], scalars: Scalars) -> bool:
+        if self.launch_dims is not None:
+            return size_of(self.launch_dims) == 0
+        first = [*arrays, *self.out_specs][0] if (arrays or self.out_specs) else None
+        return first is not None and size_of(array_shape(first.shape)) == 0
+
+    def emit(
+        self, platform: Platform, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec
+    ) -> list[Any]:
         import jax
 
-        if any(isinstance(a, jax.core.Tracer) for a in args):
-            return self.bind(*args, **attrs)
-        args = tuple(jax.numpy.asarray(a) for a in args)
-        values = scalar_attributes(self.name, self.plan, attrs)
-        key = (
-            tuple((a.shape, a.dtype) for a in args),
-            tuple((n, v.dtype.str, v.item()) for n, v in values),
-            current_platform(),
-        )
-        fn = self._eager.get(key)
-        if fn is None:
-            fn = jax.jit(functools.partial(self._bind, values=values))
-            with self._lock:
-                if len(self._eager) >= 64:
-                    self._eager.pop(next(iter(self._eager)))
-                self._eager[key] = fn
-        return fn(*args)
-
-    def bind(self, *args: Any, **attrs: Any) -> Any:
-        """Emit the custom call (the traced path used under ``jax.jit``)."""
-        return self._bind(*args, values=scalar_attributes(self.name, self.plan, attrs))
-
-    def _bind(self, *args: Any, values: tuple[tuple[str, Any], ...]) -> Any:
-        import jax
-
-        for i in self.aliases:
-            if not (isinstance(i, int) and 0 <= i < len(args)):
-                raise KernelRegistrationError(
-                    f"warp_kernel '{self.name}': input_output_aliases names input "
-                    f"{i!r}, but the call has {len(args)} inputs."
-                )
-        shapes = check_arrays(self.name, self.plan, args, self.out_specs)
+        shapes = [tuple(a.shape) for a in arrays]
         sig = Signature(
             tuple(
                 (np.dtype(a.dtype).name, len(s))
-                for a, s in zip(args, shapes, strict=True)
+                for a, s in zip(arrays, shapes, strict=True)
             ),
             tuple((np.dtype(o.dtype).name, len(o.shape)) for o in self.out_specs),
-            tuple((n, v.dtype.name) for n, v in values),
+            tuple((n, v.dtype.name) for n, v in scalars),
             half="bits",  # float16 buffers reach Warp as they are
             aliases=tuple(sorted(self.aliases.items())),
         )
-        platform = current_platform()
         # On CUDA the scalars are baked into the launch template: part of the key.
-        baked = () if platform == "cpu" else tuple((n, v.item()) for n, v in values)
+        baked = (
+            () if platform == Platform.CPU else tuple((n, v.item()) for n, v in scalars)
+        )
         key = (platform, sig, tuple(shapes), baked)
-        found = self._targets.get(key)
+        with self._lock:
+            found = self._targets.get(key)
         if found is None:
-            if platform == "cpu":
+            if platform == Platform.CPU:
                 from .cpu_target import cpu_target
 
                 found = cpu_target(self, sig, shapes)
             else:
                 from .gpu_target import gpu_target
 
-                found = gpu_target(self, sig, shapes, values)
-            self._targets[key] = found
+                found = gpu_target(self, sig, shapes, scalars)
+            with self._lock:
+                self._targets[key] = found
         target, extra = found
         call = jax.ffi.ffi_call(
             target,
-            list(self.out_specs),
+            list(outs.structs),
             vmap_method=self.vmap_method,
             input_output_aliases=self.aliases or None,
         )
-        attrs = extra if platform != "cpu" else dict(values)
-        out = call(*args, **attrs)
-        return out[0] if self._single else tuple(out)
+        attrs = dict(scalars) if platform == Platform.CPU else extra
+        return list(call(*arrays, **attrs))

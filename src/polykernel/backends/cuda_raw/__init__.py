@@ -1,0 +1,38 @@
+"""The ``cuda_raw`` backend: raw C++/CUDA kernels as XLA FFI targets.
+
+- :mod:`.loader`, :mod:`.directory`: ``load_cpp_inline``/``load_cpp_file``/
+  ``load_cuda_inline``/``load_cuda_file``/``load_cuda_dir`` (the reference's
+  signatures), resolved into a typed :class:`~.request.LoadRequest`;
+- :mod:`.argspec`, :mod:`.signature`, :mod:`.annotations`, :mod:`.tokens`: which C++
+  parameter is an input, an output, the stream or an attribute;
+- :mod:`.codegen`: the generated FFI handlers; :mod:`.pipeline`: build (through
+  :mod:`polykernel.native.build`) and register (through
+  :mod:`polykernel.ffi.targets`);
+- :mod:`.module`, :mod:`.compiled`: what ``load_*`` returns; :mod:`.runtime`:
+  ``register_ffi_target`` by hand; :mod:`.revive`: targets from the cache in a new
+  process; :mod:`.backend`: the backend's protocol object.
+
+Importing this package runs no compiler and touches no disk. See ``docs/native.md``.
+"""
+
+from __future__ import annotations
+
+from .compiled import CompiledModule
+from .directory import load_cuda_dir
+from .loader import load_cpp_file, load_cpp_inline, load_cuda_file, load_cuda_inline
+from .module import NativeFunction, NativeModule
+from .runtime import register_ffi_target
+from .tokens import normalize_tokens
+
+__all__ = [
+    "CompiledModule",
+    "NativeFunction",
+    "NativeModule",
+    "load_cpp_file",
+    "load_cpp_inline",
+    "load_cuda_dir",
+    "load_cuda_file",
+    "load_cuda_inline",
+    "normalize_tokens",
+    "register_ffi_target",
+]

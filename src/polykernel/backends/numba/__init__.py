@@ -1,0 +1,18 @@
+"""The ``numba`` backend: ``@numba.njit`` kernels inside XLA on the CPU, GIL-free.
+
+- :mod:`.kernel`: :func:`numba_kernel` / :class:`NumbaKernel`;
+- :mod:`.fingerprint`, :mod:`.objects`, :mod:`.provenance`: the kernel's content
+  identity (code, constants, closures, globals, compile options);
+- :mod:`.compile`, :mod:`.entry`, :mod:`.artifact`: the handler — the kernel
+  compiled for a call signature, the LLVM IR around it, one self-contained object;
+- :mod:`.build`, :mod:`.cache`: build or load it, the on-disk handler cache;
+- :mod:`.backend`: the backend's protocol object (revival in a new process).
+
+Importing this package imports neither Numba nor llvmlite.
+"""
+
+from __future__ import annotations
+
+from .kernel import NumbaKernel, numba_kernel
+
+__all__ = ["NumbaKernel", "numba_kernel"]

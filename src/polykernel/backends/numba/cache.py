@@ -1,0 +1,222 @@
+"""The Numba handler cache: its key and its files (nothing else knows either).
+
+Layout under ``config.cache_root()`` (owner-only, see :mod:`polykernel.cache_store`)::
+
+    numba/<key40>/handler.o     the self-contained handler object (ELF/Mach-O)
+    numba/<key40>/meta.json     sha256 + size of handler.o, entry symbol, the
+                                external symbols it needs, the key parts; last
+    numba/locks/<key40>.lock    fcntl lock: N processes, one build
+
+The key (:func:`cache_key`) is a SHA-256 over named parts, each logged at DEBUG
+(logger ``polykernel.backends.numba.cache``):
+
+- ``target``: the FFI target name, itself a digest of the kernel's content
+  fingerprint (:mod:`.fingerprint`), the signature, the kernel's
+  label and the handler generator's version (see :func:`target_parts`);
+- ``generator``: the source of the modules that generate the handler's code;
+- ``versions``: Python, NumPy, Numba, llvmlite and LLVM versions;
+- ``machine``: the JIT's target triple, CPU name and CPU features, and the Numba
+  settings that change generated code;
+- ``ffi``: the XLA FFI API version and every struct offset the handler uses.
+
+A corrupt or truncated entry (size or checksum differ) is a miss and is rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ... import config
+from ...cache_admin import apply_size_cap
+from ...cache_store import (
+    atomic_write,
+    check_private_file,
+    compute_key,
+    ensure_dir,
+    entry_lock,
+)
+
+__all__ = ["cache_key", "lock", "lookup", "numba_root", "publish"]
+
+log = logging.getLogger(__name__)
+OBJECT = "handler.o"
+META = "meta.json"
+# Numba settings read while compiling that change the machine code.
+_NUMBA_SETTINGS = (
+    "OPT", "LOOP_VECTORIZE", "SLP_VECTORIZE", "BOUNDSCHECK", "FASTMATH",
+    "ENABLE_AVX", "CPU_NAME", "CPU_FEATURES", "DEBUGINFO_DEFAULT",
+    "LLVM_REFPRUNE_PASS", "USE_RVSDG_FRONTEND", "CAPTURED_ERRORS",
+)  # fmt: skip
+# Sources that generate a handler's code, relative to the package (read, not
+# imported: a cache hit never needs them).
+_GENERATOR_FILES = (
+    "ffi/handler_ir/batch.py",
+    "ffi/handler_ir/checks.py",
+    "ffi/handler_ir/frame.py",
+    "ffi/handler_ir/half.py",
+    "ffi/handler_ir/handler.py",
+    "ffi/handler_ir/pyerror.py",
+    "ffi/handler_ir/scratch.py",
+    "ffi/handler_ir/signature.py",
+    "backends/numba/entry.py",
+    "backends/numba/artifact.py",
+    "backends/numba/compile.py",
+)
+
+
+def numba_root() -> Path:
+    """``<cache root>/numba`` (not created)."""
+    return config.cache_root() / "numba"
+
+
+def entry_dir(key: str) -> Path:
+    return numba_root() / key[:40]
+
+
+@functools.cache
+def _generator_digest() -> str:
+    h = hashlib.sha256()
+    package = Path(__file__).resolve().parents[2]
+    for name in _GENERATOR_FILES:
+        h.update(name.encode() + b"\0" + (package / name).read_bytes())
+    return h.hexdigest()
+
+
+def _abi_constants() -> str:
+    from ...ffi import abi
+
+    # Every fact a handler bakes in: the installed FFI API version, its struct layout
+    # and the handshake/dtype constants. Not vars(abi): layout names are resolved
+    # lazily into the module's globals, so its contents depend on what ran before.
+    values = {
+        "installed_api_version": list(abi.installed_api_version()),
+        "layout": abi.layout(),
+        "handshake": [abi.API_MAJOR, abi.API_MINOR],
+        "dtype_codes": abi.DTYPE_CODES,
+        "constants": {
+            name: getattr(abi, name)
+            for name in (
+                "STAGE_EXECUTE",
+                "EXT_TYPE_METADATA",
+                "ATTR_TYPE_SCALAR",
+                "ERRC_INVALID_ARGUMENT",
+                "ERRC_INTERNAL",
+            )
+        },
+    }
+    return json.dumps(values, sort_keys=True)
+
+
+def _versions() -> str:
+    import llvmlite
+    import llvmlite.binding as ll
+    import numba
+    import numpy
+
+    return json.dumps(
+        [platform.python_implementation(), sys.version, numpy.__version__,
+         numba.__version__, llvmlite.__version__, list(ll.llvm_version_info)]
+    )  # fmt: skip
+
+
+def _machine(codegen: Any) -> str:
+    import numba
+
+    settings = {n: repr(getattr(numba.config, n, None)) for n in _NUMBA_SETTINGS}
+    return json.dumps([list(map(str, codegen.magic_tuple())), settings])
+
+
+def cache_key(target: str, codegen: Any) -> str:
+    """The cache key of the handler registered as ``target`` (see module doc)."""
+    return compute_key(
+        {
+            "target": target,
+            "generator": _generator_digest(),
+            "versions": _versions(),
+            "machine": _machine(codegen),
+            "ffi": _abi_constants(),
+        },
+        log,
+    )
+
+
+def lookup(key: str) -> tuple[bytes, dict] | None:
+    """``(object bytes, meta)`` of a valid entry for ``key``, or None (a miss).
+
+    Raises:
+        CacheError: the entry is writable by others (never loaded).
+    """
+    entry = entry_dir(key)
+    try:
+        meta = json.loads((entry / META).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        log.warning("polykernel numba cache: unreadable %s; rebuilding", entry / META)
+        return None
+    if not _well_formed(meta):  # hand-edited or written by something else
+        log.warning("polykernel numba cache: malformed %s; rebuilding", entry / META)
+        return None
+    for directory in (config.cache_root(), numba_root(), entry):
+        config.ensure_private_dir(directory)  # refuses dirs others can write
+    path = entry / OBJECT
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
+    except OSError:
+        data, st = b"", None
+    digest = hashlib.sha256(data).hexdigest()
+    if st is None or len(data) != meta.get("size") or digest != meta.get("sha256"):
+        log.warning(
+            "polykernel numba cache: %s is missing or corrupt; rebuilding", path
+        )
+        return None
+    check_private_file(path, st)
+    with contextlib.suppress(OSError):
+        os.utime(entry / META)  # last use, for prune()
+    return data, meta
+
+
+def _well_formed(meta: Any) -> bool:
+    """The fields the loader reads exist with the right types."""
+    return (
+        isinstance(meta, dict)
+        and isinstance(meta.get("size"), int)
+        and isinstance(meta.get("sha256"), str)
+        and isinstance(meta.get("entry"), str)
+        and isinstance(meta.get("externals"), list)
+        and all(isinstance(e, str) for e in meta["externals"])
+        and isinstance(meta.get("environments", []), list)
+        and all(isinstance(e, list) for e in meta.get("environments", []))
+    )
+
+
+def lock(key: str):
+    """Context manager: the entry's cross-process build lock."""
+    return entry_lock(numba_root(), key)
+
+
+def publish(key: str, obj: bytes, meta: dict) -> None:
+    """Write the object, then ``meta.json`` last (both atomically); apply the cap."""
+    entry = ensure_dir(entry_dir(key))
+    atomic_write(entry / OBJECT, obj)
+    record = {
+        **meta,
+        "key": key,
+        "sha256": hashlib.sha256(obj).hexdigest(),
+        "size": len(obj),
+        "time": time.time(),
+    }
+    atomic_write(entry / META, json.dumps(record, indent=1).encode())
+    apply_size_cap()

@@ -1,0 +1,125 @@
+"""Compile a user's ``@njit`` kernel for exactly what a handler passes it.
+
+The handler passes C-contiguous arrays (inputs, then outputs, of the dtypes the
+kernel sees: see :meth:`Signature.view_dtype`) positionally and the scalar
+attributes by keyword. Numba's own argument folding (defaults, ``*args``) maps
+that call onto the kernel's parameters; :class:`Binding` records, per folded
+parameter, where its value comes from, so the handler can build the call.
+
+A dispatcher with ``cache=True`` is compiled through a private copy without a
+disk cache: Numba's cache can hand back code whose symbols collide with another
+kernel's in this process (numba/numba#10486), and we never build on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...ffi.handler_ir.signature import Signature
+
+__all__ = ["Binding", "compile_kernel", "from_numba_cache"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one folded parameter's value comes from."""
+
+    kind: str  # "buffer", "attr", "omitted" or "star"
+    index: int = -1  # buffer or attribute index
+    parts: tuple[Source, ...] = ()  # for "star"
+    nbtype: Any = None
+
+
+@dataclass
+class Binding:
+    """A compiled kernel and how the handler calls it."""
+
+    cres: Any  # numba CompileResult (library, fndesc)
+    sources: tuple[Source, ...]
+    dispatcher: Any
+
+
+def _private_copy(dispatcher: Any) -> Any:
+    from numba.core.registry import CPUDispatcher
+
+    return CPUDispatcher(
+        dispatcher.py_func,
+        locals=dict(getattr(dispatcher, "locals", {}) or {}),
+        targetoptions=dict(dispatcher.targetoptions),
+    )
+
+
+def _uses_disk_cache(dispatcher: Any) -> bool:
+    from numba.core.caching import NullCache
+
+    return not isinstance(getattr(dispatcher, "_cache", NullCache()), NullCache)
+
+
+def compile_kernel(dispatcher: Any, sig: Signature, private: dict) -> Binding:
+    """Compile ``dispatcher`` for ``sig``; ``private`` memoises private copies.
+
+    Raises:
+        TypeError: the kernel's parameters do not take this call.
+        numba.core.errors.NumbaError (and others): the kernel does not compile
+            for these types; the caller words the error.
+    """
+    import numpy as np
+    from numba.core import types
+    from numba.np.numpy_support import from_dtype
+
+    if _uses_disk_cache(dispatcher):
+        dispatcher = private.setdefault(id(dispatcher), _private_copy(dispatcher))
+    markers = []
+    for dtype, rank in sig.buffers:
+        nbtype = types.Array(from_dtype(np.dtype(sig.view_dtype(dtype))), rank, "C")
+        markers.append(Source("buffer", len(markers), nbtype=nbtype))
+    kw = {
+        name: Source("attr", i, nbtype=from_dtype(np.dtype(dtype)))
+        for i, (name, dtype) in enumerate(sig.attrs)
+    }
+    sources = _fold(dispatcher.py_func, markers, kw)
+    argtypes = tuple(s.nbtype for s in sources)
+    dispatcher.compile(argtypes)
+    cres = dispatcher.overloads[argtypes]
+    return Binding(cres, tuple(sources), dispatcher)
+
+
+def _fold(py_func: Any, args: list[Source], kws: dict[str, Source]) -> list[Source]:
+    """Map ``py_func(*args, **kws)`` onto its parameters, in order (Numba's rules:
+    omitted defaults become ``Omitted`` and ``*args`` one ``StarArgTuple``)."""
+    from numba.core import types, utils
+
+    pysig = utils.pysignature(py_func)
+    bound = pysig.bind(*args, **kws)
+    sources = []
+    for param in pysig.parameters.values():
+        if param.kind == param.VAR_KEYWORD:
+            if bound.arguments.get(param.name):
+                raise TypeError("a **kwargs kernel parameter cannot take attributes")
+            continue
+        if param.kind == param.VAR_POSITIONAL:
+            values = tuple(bound.arguments.get(param.name, ()))
+            nbtype = types.StarArgTuple(tuple(v.nbtype for v in values))
+            sources.append(Source("star", parts=values, nbtype=nbtype))
+        elif param.name in bound.arguments:
+            sources.append(bound.arguments[param.name])
+        else:
+            omitted = types.Omitted(param.default)
+            sources.append(Source("omitted", nbtype=omitted))
+    return sources
+
+
+def from_numba_cache(library: Any) -> list[str]:
+    """Names of libraries linked into ``library`` that Numba loaded from its disk
+    cache (their symbol names come from another process)."""
+    found, stack, seen = [], [library], set()
+    while stack:
+        lib = stack.pop()
+        if id(lib) in seen:
+            continue
+        seen.add(id(lib))
+        if getattr(lib, "_disable_inspection", False):
+            found.append(lib.name)
+        stack.extend(getattr(lib, "_linking_libraries", ()))
+    return found

@@ -1,0 +1,60 @@
+"""The ``numba_cuda`` backend's protocol object: native launch on GPU, simulator on CPU.
+
+``numba_cuda_kernel`` calls go to the native GPU launcher (whose targets belong to
+:mod:`polykernel.gpu`); ``numba_cuda_callable`` functions get a CUDA handler each,
+named ``pk_ncc_<24 hex>`` after the function's module, name and code, which a new
+process registers again once that module is imported (:mod:`.revive`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+from ...contract.protocol import Backend
+from ...platforms import Platform
+from .callable import TARGET_PATTERN
+
+__all__ = ["BACKEND", "NumbaCudaBackend"]
+
+
+class NumbaCudaBackend(Backend):
+    """Numba-CUDA kernels: launched natively on a GPU; the CUDA simulator on CPU."""
+
+    def usable(self, platform: str, gpu: bool = False) -> tuple[bool, str]:
+        ok, why = super().usable(Platform.CPU)
+        if not ok:
+            return ok, why
+        version = f"numba-cuda {_version('numba-cuda')}"
+        if platform == Platform.CPU:
+            return True, f"{version}; Numba's CUDA simulator (slow, for tests)"
+        nvvm = _version("nvidia-nvvm") or _version("nvidia-cuda-nvcc-cu12")
+        compile_note = (
+            f"PTX compiles here (NVVM {nvvm})"
+            if nvvm
+            else "no NVVM: PTX not compilable"
+        )
+        gpu_note = "native launch" if gpu else "no GPU visible to JAX"
+        return gpu and bool(nvvm), f"{version}; {gpu_note}; {compile_note}"
+
+    def revive(self, target: str, program: str) -> bool:
+        from .revive import revive
+
+        return revive(target, program)
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+#: The numba_cuda backend.
+BACKEND = NumbaCudaBackend(
+    name="numba_cuda",
+    platforms=(Platform.GPU, Platform.CPU),
+    summary="@cuda.jit kernels (native launch on GPU, Numba's simulator on CPU)",
+    extra="numba-cuda",
+    modules=("numba_cuda", "numba"),
+    target_pattern=TARGET_PATTERN,
+)
