@@ -8,11 +8,22 @@ kernel id the program names, from the cache (:mod:`.store`).
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
+from ..cache_entries import read_entry
 from ..errors import KernelNotAvailableError
+from .launcher import (
+    KernelImage,
+    kernel_id as content_id,
+    register_gpu_kernel,
+    register_launcher_targets,
+    registered_gpu_kernels,
+)
+from .store import SECTION, spec_from_json
 
-__all__ = ["PATTERN", "kernel_ids", "revive"]
+__all__ = ["PATTERN", "kernel_ids", "load_kernel", "revive"]
 
 #: The launcher's target names.
 PATTERN = r"polykernel_gpu_launch(_nograph)?"
@@ -30,9 +41,6 @@ def revive(target: str, program: str = "") -> bool:
     Raises:
         KernelNotAvailableError: a kernel the program launches is in no cache.
     """
-    from .launcher import register_launcher_targets, registered_gpu_kernels
-    from .store import load_kernel
-
     del target
     register_launcher_targets()
     known = registered_gpu_kernels()
@@ -47,3 +55,22 @@ def revive(target: str, program: str = "") -> bool:
             f"exported it (POLYKERNEL_CACHE_DIR), or call the kernels once first."
         )
     return True
+
+
+def load_kernel(kernel_id: str) -> Any:
+    """Register kernel ``kernel_id`` with the launcher from the cache; the
+    :class:`~.launcher.GpuKernel`, or None when the cache holds no valid entry."""
+    found = read_entry(SECTION, kernel_id)
+    if found is None:
+        return None
+    files, meta = found
+    try:
+        spec = spec_from_json(json.loads(files["spec.json"]))
+        images = tuple(KernelImage(kind, arch, files[name])
+                       for kind, arch, name in meta["images"])  # fmt: skip
+        entry = str(meta["entry"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    if content_id(entry, spec, images) != kernel_id:
+        return None  # stored under an id its content does not hash to
+    return register_gpu_kernel(images, entry, spec, name=str(meta.get("name", entry)))

@@ -7,7 +7,7 @@ its entry symbol and its launch spec as JSON. A program exported in one process
 names kernels only by their content-derived ids (the ``kernel`` attribute of each
 launcher call), so :func:`load_kernel` can register one again in another process
 from the cache alone — after checking that the stored content still hashes to the
-id it is filed under.
+id it is filed under (:mod:`.revive`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..cache_entries import entry_path, publish_entry, read_entry
+from ..cache_entries import entry_path, publish_entry
 from .layout import BufferSpec, LaunchSpec, Param
 
-__all__ = ["SECTION", "load_kernel", "save_kernel", "spec_from_json", "spec_to_json"]
+__all__ = ["SECTION", "save_kernel", "spec_from_json", "spec_to_json"]
 
 #: The cache section holding launcher kernels.
 SECTION = "gpu"
@@ -75,24 +75,3 @@ def save_kernel(kernel: Any) -> bool:
         ],
     }
     return publish_entry(SECTION, kernel.kernel_id, files, meta)
-
-
-def load_kernel(kernel_id: str) -> Any:
-    """Register kernel ``kernel_id`` with the launcher from the cache; the
-    :class:`~.launcher.GpuKernel`, or None when the cache holds no valid entry."""
-    from .launcher import KernelImage, kernel_id as content_id, register_gpu_kernel
-
-    found = read_entry(SECTION, kernel_id)
-    if found is None:
-        return None
-    files, meta = found
-    try:
-        spec = spec_from_json(json.loads(files["spec.json"]))
-        images = tuple(KernelImage(kind, arch, files[name])
-                       for kind, arch, name in meta["images"])  # fmt: skip
-        entry = str(meta["entry"])
-    except (KeyError, ValueError, TypeError):
-        return None
-    if content_id(entry, spec, images) != kernel_id:
-        return None  # stored under an id its content does not hash to
-    return register_gpu_kernel(images, entry, spec, name=str(meta.get("name", entry)))

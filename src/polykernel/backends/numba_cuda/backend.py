@@ -12,7 +12,7 @@ import importlib.metadata
 
 from ...contract.protocol import Backend
 from ...platforms import Platform
-from .callable import TARGET_PATTERN
+from .naming import TARGET_PATTERN
 
 __all__ = ["BACKEND", "NumbaCudaBackend"]
 

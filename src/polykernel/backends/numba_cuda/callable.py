@@ -25,11 +25,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import hashlib
-import marshal
-import threading
-import uuid
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,6 +38,7 @@ from ...ffi import targets
 from ...platforms import Platform
 from .compiler import require_numba_cuda
 from .host_handler import DeviceBuffer, make_host_handler
+from .naming import TARGET_PATTERN, callable_target, save_note
 from .simulator import SimulatedCuda, simulated_globals
 
 __all__ = [
@@ -53,12 +49,6 @@ __all__ = [
     "register_callable",
 ]
 
-#: Names of the targets of ``numba_cuda_callable`` functions.
-TARGET_PATTERN = r"pk_ncc_[0-9a-f]{24}"
-_lock = threading.Lock()
-# Functions polykernel cannot name across processes (closures, locals) get a
-# per-process token; weak keys, so a new function never inherits a dead one's.
-_local_tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _batch_of(inputs: list[np.ndarray], compiled: list[tuple[int, ...]]) -> tuple:
@@ -69,39 +59,6 @@ def _batch_of(inputs: list[np.ndarray], compiled: list[tuple[int, ...]]) -> tupl
         if x.ndim - len(c) == extra:
             dims = [max(a, b) for a, b in zip(dims, x.shape[:extra], strict=True)]
     return tuple(dims)
-
-
-def importable(fn: Any) -> bool:
-    """Whether a new process finds ``fn`` again by module and qualified name."""
-    return (
-        getattr(fn, "__closure__", None) is None
-        and "<" not in getattr(fn, "__qualname__", "<")
-        and getattr(fn, "__module__", None) not in (None, "__main__")
-        and hasattr(fn, "__code__")
-    )
-
-
-def callable_target(fn: Any) -> tuple[str, bool]:
-    """The FFI target name of ``fn``'s handler and whether it is portable.
-
-    A module-level function is named by its module, qualified name and code, the
-    same in every process; anything else (a closure, a lambda, a method) by a token
-    of this process.
-    """
-    h = hashlib.sha256()
-    if importable(fn):
-        h.update(f"{fn.__module__}\0{fn.__qualname__}\0".encode())
-        h.update(marshal.dumps(fn.__code__))
-        portable = True
-    else:
-        with _lock:
-            try:
-                token = _local_tokens.setdefault(fn, uuid.uuid4().hex)
-            except TypeError:  # not weak-referenceable: one token per wrapper call
-                token = uuid.uuid4().hex
-        h.update(f"local:{token}".encode())
-        portable = False
-    return f"pk_ncc_{h.hexdigest()[:24]}", portable
 
 
 def run_on_gpu(fn: Callable[..., Any], ins: list[DeviceBuffer],
@@ -138,6 +95,8 @@ def register_callable(fn: Callable[..., Any]) -> str:
                 "cannot find it by name"
             ),
         )
+        if portable:
+            save_note(name, fn)
     return name
 
 

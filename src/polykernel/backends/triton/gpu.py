@@ -70,7 +70,7 @@ def gpu_kernel(
         compiled = compile_triton(
             kernel.source.jit(), sig, arch, kernel.num_warps, kernel.num_stages
         )
-    except KernelCompilationError as err:
+    except Exception as err:
         if not kernel.source.interpreted:
             raise
         raise KernelCompilationError(

@@ -4,7 +4,8 @@ The target name is derived from content only (Warp's module hash, the kernel's
 mangled name, the signature and the launch grid), so a program compiled in one
 process (JAX's persistent cache, ``jax.export``) finds the same name in the next,
 where this module builds and registers the handler again around that process's
-copy of the kernel.
+copy of the kernel — or, in a process that never defined it, :mod:`.revive` does
+from the copy of Warp's object :mod:`.store` keeps in the cache.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ...ffi.handler_ir.signature import Signature
 from ...ffi.naming import target_name
 from .types import import_warp
 
-__all__ = ["cpu_target", "launch_rank", "load_cpu"]
+__all__ = ["cpu_target", "launch_rank", "load_cpu", "target_for"]
 
 _TEMPLATE_VERSION = "1"  # bump when the generated handler changes meaning
 
@@ -72,17 +73,9 @@ def launch_rank(kernel: Any) -> int:
     return int(rank)
 
 
-def cpu_target(owner: Any, sig: Signature, shapes: Any) -> tuple[str, dict]:
-    """Register the handler for ``sig`` and return ``(target name, {})``."""
-    import dataclasses
-
-    from .cpu_handler import build_cpu_handler
-
-    module_exec, address, digest = load_cpu(owner.kernel)
-    plan = dataclasses.replace(owner.plan, launch_ndim=launch_rank(owner.kernel))
-    launch = owner.launch_dims if owner.launch_dims is not None else 0
-    name = module_exec.get_kernel_mangled_name(owner.kernel)
-    target = target_name(
+def target_for(digest: str, name: str, sig: Signature, launch: Any) -> str:
+    """The content-derived target name of a Warp CPU handler."""
+    return target_name(
         "pk_warp",
         digest,
         name,
@@ -91,6 +84,31 @@ def cpu_target(owner: Any, sig: Signature, shapes: Any) -> tuple[str, dict]:
         _TEMPLATE_VERSION,
         f"{abi.API_MAJOR}.{abi.API_MINOR}",
     )
+
+
+def cpu_target(owner: Any, sig: Signature, shapes: Any) -> tuple[str, dict]:
+    """Register the handler for ``sig`` and return ``(target name, {})``."""
+    import dataclasses
+
+    from .cpu_handler import build_cpu_handler
+    from .store import save
+
+    module_exec, address, digest = load_cpu(owner.kernel)
+    plan = dataclasses.replace(owner.plan, launch_ndim=launch_rank(owner.kernel))
+    launch = owner.launch_dims if owner.launch_dims is not None else 0
+    name = module_exec.get_kernel_mangled_name(owner.kernel)
+    target = target_for(digest, name, sig, launch)
     build_cpu_handler(target, sig, owner.name, plan, address, launch,
                       module_exec)  # fmt: skip
+    # A new process registers the same handler from a copy of Warp's object.
+    parts = {
+        "digest": digest,
+        "name": name,
+        "launch": launch,
+        "plan": plan,
+        "sig": sig,
+        "label": owner.name,
+        "entry": f"{name}_cpu_forward",
+    }
+    save(target, parts, module_exec)
     return target, {}
