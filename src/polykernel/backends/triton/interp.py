@@ -88,7 +88,8 @@ def interpret_launch(
         return
     args = [_HostArray(b) for b in buffers]
     args += [_scalar(t, v) for _, t, v in sig.scalars]
-    with language_lock, _helpers_interpreted():
+    # IEEE arithmetic as on a GPU: overflow to inf, NaN from inf * 0, no warnings.
+    with language_lock, _helpers_interpreted(), np.errstate(all="ignore"):
         _executor(jit_fn, grid)(*args, **sig.constexprs)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...ffi.handler_ir.signature import Signature
+from ...platforms import Platform, platform_of
 from .plan import KernelPlan, array_bytes, array_shape, bounds_bytes, fold_launch
 
 __all__ = ["gpu_target", "launch_spec"]
@@ -71,7 +72,7 @@ def launch_spec(
 def _device_arch() -> str:
     import jax
 
-    gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda")]
+    gpus = [d for d in jax.devices() if platform_of(d.platform) == Platform.GPU]
     cc = getattr(gpus[0], "compute_capability", None) if gpus else None
     return str(cc or "80")
 
