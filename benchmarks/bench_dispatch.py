@@ -55,7 +55,8 @@ import jax.numpy as jnp  # noqa: E402
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 from _timing import time_all  # noqa: E402
-from polykernel.backends.numba_cpu import numba_kernel  # noqa: E402
+
+from polykernel import numba_kernel  # noqa: E402
 
 CPP_SOURCE = r"""
 #include "xla/ffi/api/ffi.h"

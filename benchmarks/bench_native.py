@@ -13,7 +13,7 @@ Every ratio is measured in this one run (fresh processes for the cold numbers):
 4. elementwise add at N = 1e6: ``pk::parallel_for`` vs serial vs ``jnp``
    (target <= 1.0x jnp on 2 cores).
 
-Run: ``python benchmarks/bench_native.py`` (``--quick`` for fewer repetitions).
+Run: ``python benchmarks/bench_native.py [--quick] [--json [PATH]]``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from polykernel.native import CompileOptions, load_cpp_inline  # noqa: E402
+from polykernel import CompileOptions, load_cpp_inline  # noqa: E402
 from polykernel.native.compiler import include_dirs  # noqa: E402
 from polykernel.native.toolchain import find_host_compiler  # noqa: E402
 
@@ -107,7 +107,7 @@ void axpb(const pk::Tensor& x, pk::Tensor& y, cudaStream_t s, float a) {
 }"""
 CHILD = """
 import json, pathlib, time, jax
-from polykernel.native import load_cpp_inline
+from polykernel import load_cpp_inline
 jax.devices("cpu")  # backend start-up is JAX's cost, not the loader's
 t = time.perf_counter()
 mod = load_cpp_inline({name!r}, {src!r}, ["add"])
@@ -153,8 +153,12 @@ def bench_build_breakdown(tmp: Path) -> dict[str, float]:
 
 
 def _generated_source() -> str:
-    from polykernel.native.argspec import resolve_specs
-    from polykernel.native.codegen import render_source
+    try:  # the cuda_raw backend's package (polykernel.native before 0.2)
+        from polykernel.backends.cuda_raw.argspec import resolve_specs
+        from polykernel.backends.cuda_raw.codegen import render_source
+    except ImportError:
+        from polykernel.native.argspec import resolve_specs
+        from polykernel.native.codegen import render_source
 
     src = ADD.replace("OFFSET", "0")
     return render_source("m", src, resolve_specs("m", src, ["add"], "cpu"), "cpu")[0]
@@ -164,7 +168,7 @@ def bench_nvcc(tmp: Path) -> float | None:
     """Cold nvcc build of a one-kernel CUDA module (sm_80), in this process."""
     if shutil.which("nvcc") is None:
         return None
-    from polykernel.native import load_cuda_inline
+    from polykernel import load_cuda_inline
 
     times = []
     for i in range(1 if QUICK else 2):
@@ -267,7 +271,8 @@ def bench_chain(tmp: Path, calls: int = 100) -> dict[str, float]:
     }
     try:
         import numba
-        from polykernel.backends.numba_cpu import numba_kernel
+
+        from polykernel import numba_kernel
 
         @numba.njit
         def inc(x, out):
@@ -341,5 +346,10 @@ def main() -> dict:
 
 if __name__ == "__main__":
     result = main()
-    if "--json" in sys.argv:
-        print(json.dumps(result, indent=1))
+    if "--json" in sys.argv:  # --json [PATH]: to the file, else to stdout
+        at = sys.argv.index("--json")
+        text = json.dumps(result, indent=1)
+        if at + 1 < len(sys.argv) and not sys.argv[at + 1].startswith("-"):
+            Path(sys.argv[at + 1]).write_text(text)
+        else:
+            print(text)

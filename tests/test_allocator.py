@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
 import polykernel as pk
+from subprocess_support import run_python
 
 
 def test_applies_on_glibc_linux(run_env):
     code = "import polykernel as pk; print(pk.tune_allocator())"
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+    out = run_python(code=code, env=run_env)
     expected = "True" if sys.platform.startswith("linux") else "False"
-    assert proc.stdout.strip() == expected
+    assert out.strip() == expected
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -18,7 +19,8 @@ def test_every_builtin_technology_is_a_backend_of_the_same_shape():
     for name in BUILTIN:
         backend = backends.lookup(name)
         assert isinstance(backend, pk.Backend) and backend.name == name
-        assert type(backend).__module__ == f"polykernel.backends.{name}.backend"
+        module = importlib.import_module(f"polykernel.backends.{name}.backend")
+        assert module.BACKEND is backend  # one package per technology, one shape
         assert backend.platforms and all(p in ("cpu", "gpu", "tpu")
                                          for p in backend.platforms)  # fmt: skip
     assert backends.reference_backends() == ["jax_raw"]

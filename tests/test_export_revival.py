@@ -11,26 +11,17 @@ The CUDA program is exported and registered here without a GPU; running it is a
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from subprocess_support import last_json, run_python
 
 CHILD = Path(__file__).with_name("revival_child.py")
 
 
 def _child(*args: object, env: dict[str, str]) -> dict:
-    proc = subprocess.run(
-        [sys.executable, str(CHILD), *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return last_json(run_python(CHILD, *map(str, args), env=env, timeout=240))
 
 
 @pytest.mark.slow

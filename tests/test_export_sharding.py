@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -11,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import polykernel as pk
+from subprocess_support import run_python
 
 SPEC = jax.ShapeDtypeStruct((8,), jnp.float32)
 
@@ -60,12 +59,5 @@ SHARDING_SCRIPT = textwrap.dedent("""
 
 
 def test_sharded_inputs_and_shard_map(run_env):
-    proc = subprocess.run(
-        [sys.executable, "-c", SHARDING_SCRIPT],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().endswith("ok 2")
+    out = run_python(code=SHARDING_SCRIPT, env=run_env)
+    assert out.strip().endswith("ok 2")

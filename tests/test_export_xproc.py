@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -23,6 +21,7 @@ import numpy as np
 import pytest
 
 import polykernel as pk
+from subprocess_support import run_python
 
 CHILD = Path(__file__).with_name("export_xproc_child.py")
 X = np.arange(8, dtype=np.float32)
@@ -34,15 +33,8 @@ def triple(v):  # a cfunc object: kernels calling it have no content fingerprint
 
 
 def _child(*args: object, env: dict[str, str]) -> list[dict]:
-    proc = subprocess.run(
-        [sys.executable, str(CHILD), *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return [json.loads(line) for line in proc.stdout.splitlines()]
+    out = run_python(CHILD, *map(str, args), env=env, timeout=180)
+    return [json.loads(line) for line in out.splitlines()]
 
 
 @pytest.fixture(scope="module")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
+
+from subprocess_support import last_json, run_python
 
 OPTIONAL = [
     "numba",
@@ -41,16 +40,7 @@ def test_import_is_free_of_optional_packages_and_disk_writes(tmp_path):
         POLYKERNEL_CACHE_DIR=str(tmp_path / "cache"),
         POLYKERNEL_CONFIG_DIR=str(tmp_path / "config"),
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = last_json(run_python(code=PROBE, env=env, cwd=tmp_path))
     assert report["loaded"] == []
     assert "XLACustomKernel" in report["names"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]

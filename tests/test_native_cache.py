@@ -16,6 +16,7 @@ import pytest
 from polykernel import load_cpp_inline
 from polykernel.errors import CacheError
 from polykernel.native import cache
+from subprocess_support import run_python
 
 SRC = """void inc(const pk::Tensor& x, pk::Tensor& y) {
   for (int64_t i = 0; i < x.numel(); ++i)
@@ -137,15 +138,7 @@ def test_import_creates_nothing(tmp_path, run_env):
         "import polykernel, polykernel.native, polykernel.native.cache as c, sys;"
         "assert 'numba' not in sys.modules; print(c.info()['exists'])"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "False"
+    assert run_python(code=code, env=env).strip() == "False"
     assert not (tmp_path / "never").exists() and not (tmp_path / "home").exists()
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
+
+from subprocess_support import last_json, run_python
 
 SCRIPT = textwrap.dedent(
     """
@@ -42,15 +41,7 @@ SCRIPT = textwrap.dedent(
 
 
 def _run(env):
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return last_json(run_python(code=SCRIPT, env=env))
 
 
 def test_new_process_loads_handler_from_disk_cache(run_env, tmp_path):

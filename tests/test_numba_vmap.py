@@ -7,9 +7,9 @@ So the checks run in a subprocess: a crash fails the test instead of killing pyt
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
+
+from subprocess_support import run_python
 
 SCRIPT = textwrap.dedent(
     """
@@ -63,12 +63,5 @@ SCRIPT = textwrap.dedent(
 
 
 def test_every_vmap_method_equals_the_loop(run_env):
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    assert proc.stdout.count("ok ") == 5
+    out = run_python(code=SCRIPT, env=run_env, timeout=300)
+    assert out.count("ok ") == 5

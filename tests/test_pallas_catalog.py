@@ -10,6 +10,7 @@ import pytest
 import polykernel as pk
 from polykernel import catalog
 from polykernel.backends.pallas import TRITON_TARGET, lower_for_cuda
+from subprocess_support import last_json, run_python
 
 PALLAS_PRIMITIVES = (catalog.scaled_add_p, catalog.lif_step_p)
 
@@ -110,20 +111,8 @@ print(json.dumps({
 
 @pytest.mark.slow
 def test_pallas_backend_under_sharded_jit(run_env):
-    import json
-    import subprocess
-    import sys
-
     env = run_env | {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
-    proc = subprocess.run(
-        [sys.executable, "-c", SHARDED],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    facts = json.loads(proc.stdout.strip().splitlines()[-1])
+    facts = last_json(run_python(code=SHARDED, env=env, timeout=300))
     assert facts == {
         "equal": True,
         "sharded": True,

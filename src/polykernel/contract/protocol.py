@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ class Backend:
             ``check_kernel`` and the benchmark when present).
         target_pattern: a regular expression matching every XLA FFI target name
             it registers (None: it registers none of its own).
+        reviver: ``"module:function"`` of its ``revive(target, program)``,
+            imported only when a target is revived (None: it cannot revive).
     """
 
     name: str
@@ -63,6 +66,7 @@ class Backend:
     modules: Sequence[str] = ()
     reference: bool = False
     target_pattern: str | None = None
+    reviver: str | None = None
 
     def __post_init__(self) -> None:
         self.platforms = tuple(Platform(p) for p in self.platforms)
@@ -110,5 +114,7 @@ class Backend:
         ``program`` is the exported program's text. May raise our errors to say what
         the user must do (e.g. import the module defining the kernel).
         """
-        del target, program
-        return False
+        if self.reviver is None:
+            return False
+        module, _, function = self.reviver.partition(":")
+        return bool(getattr(importlib.import_module(module), function)(target, program))

@@ -31,16 +31,12 @@ class CudaRawBackend(Backend):
             return False, f"{label}: {found}; no GPU visible to JAX"
         return True, f"{label}: {found}"
 
-    def revive(self, target: str, program: str) -> bool:
-        from .revive import revive
-
-        return revive(target, program)
-
 
 #: The cuda_raw backend.
 BACKEND = CudaRawBackend(
     name="cuda_raw",
     platforms=(Platform.CPU, Platform.GPU),
     summary="C++/CUDA source compiled on the fly (load_cpp_* / load_cuda_*)",
+    reviver="polykernel.backends.cuda_raw.revive:revive",
     target_pattern=r".+\.[^.]+\.pk[0-9a-f]{16}",
 )

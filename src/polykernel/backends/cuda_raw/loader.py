@@ -192,12 +192,8 @@ def load_cpp_file(
     Example:
         >>> mod = load_cpp_file("kernels/add.cpp", ["add"])  # doctest: +SKIP
     """
-    path, source = _read("load_cpp_file", filepath)
-    name = path.stem if name is None else name
-    return load_source(
-        "load_cpp_file", LoweringPlatform.CPU, source, name, functions, kwargs,
-        path.parent, path,
-    )  # fmt: skip
+    return _load_file("load_cpp_file", LoweringPlatform.CPU, filepath, functions,
+                      name, kwargs)  # fmt: skip
 
 
 def load_cuda_file(
@@ -215,12 +211,8 @@ def load_cuda_file(
     Example:
         >>> mod = load_cuda_file("kernels/add.cu", ["add"])  # doctest: +SKIP
     """
-    path, source = _read("load_cuda_file", filepath)
-    name = path.stem if name is None else name
-    return load_source(
-        "load_cuda_file", LoweringPlatform.CUDA, source, name, functions, kwargs,
-        path.parent, path,
-    )  # fmt: skip
+    return _load_file("load_cuda_file", LoweringPlatform.CUDA, filepath, functions,
+                      name, kwargs)  # fmt: skip
 
 
 def load_source(
@@ -243,6 +235,20 @@ def load_source(
         func, platform, name, source, functions, keywords, path, include_dir
     )
     return load(request)
+
+
+def _load_file(
+    func: str,
+    platform: LoweringPlatform,
+    filepath: object,
+    functions: Functions,
+    name: str | None,
+    kwargs: dict[str, Any],
+) -> NativeModule:
+    path, source = _read(func, filepath)
+    name = path.stem if name is None else name
+    return load_source(func, platform, source, name, functions, kwargs, path.parent,
+                       path)  # fmt: skip
 
 
 def _read(func: str, filepath: object) -> tuple[Path, str]:

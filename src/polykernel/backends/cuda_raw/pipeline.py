@@ -123,8 +123,8 @@ def _job(request: LoadRequest, full: str, wrappers: str) -> build.BuildJob:
         command=tuple(cmd),
         timeout=options.timeout,
         meta={"platform": request.platform.value},
-        verbose=request.verbose,
-        force=request.force_rebuild,
+        verbose=request.keywords.verbose,
+        force=request.keywords.force_rebuild,
         build_directory=request.build_directory,
     )
 
@@ -141,23 +141,23 @@ def load(request: LoadRequest) -> NativeModule:
         specs,
         request.platform,
         request.path,
-        allow_cuda_graph=request.allow_cuda_graph,
+        allow_cuda_graph=request.keywords.allow_cuda_graph,
     )
     job = _job(request, full, wrappers)
     with _lock:
         module = _modules.get((request.name, job.key))
         fresh = module is None
-        if fresh or request.force_rebuild:
+        if fresh or request.keywords.force_rebuild:
             lib, built = build.fetch_or_build(job, classify_failure)
         if fresh:
             module = _register(request, job.key, str(lib), built, specs)
             _modules[(request.name, job.key)] = module
-        elif request.verbose:
+        elif request.keywords.verbose:
             print(
                 f"polykernel.native module '{request.name}': already loaded "
                 f"({job.key[:16]})."
             )
-        if request.auto_register:
+        if request.keywords.auto_register:
             _publish(module, request, fresh)
         return module
 
@@ -188,7 +188,7 @@ def _register(
         )
         public = f"{request.prefix}.{spec.name}"
         function = NativeFunction(
-            request.name, spec, target, public, request.vmap_method, address,
+            request.name, spec, target, public, request.keywords.vmap_method, address,
             request.platform,
         )  # fmt: skip
         functions.append(function)
@@ -217,7 +217,7 @@ def _publish(module: NativeModule, request: LoadRequest, fresh: bool) -> None:
                 "process; export programs that call the module's functions",
             )
         elif first.identity != identity(module.key, fname) and fresh:
-            if request.replace:
+            if request.keywords.replace:
                 continue
             warnings.warn(
                 f"polykernel.native: '{public}' was reloaded with different code. "

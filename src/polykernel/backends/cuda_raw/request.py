@@ -107,9 +107,9 @@ class LoadRequest:
         source: the whole source text.
         functions: the ``functions`` argument (specs resolved later).
         options: the compiler options, keywords folded in.
+        keywords: the loader's keywords, checked (``vmap_method``, ``replace``,
+            ``auto_register``, ``verbose``...).
         path: the source file, named in compiler messages (None: inline).
-        vmap_method, allow_cuda_graph, force_rebuild, verbose, replace,
-        auto_register, target_prefix, build_directory: the loader's keywords.
     """
 
     func: str
@@ -118,20 +118,19 @@ class LoadRequest:
     source: str
     functions: Functions
     options: CompileOptions
+    keywords: LoadKeywords = LoadKeywords()
     path: str | None = None
-    vmap_method: str = "sequential"
-    allow_cuda_graph: bool = True
-    force_rebuild: bool = False
-    verbose: bool = False
-    replace: bool = False
-    auto_register: bool = True
-    target_prefix: str | None = None
-    build_directory: str | None = None
 
     @property
     def prefix(self) -> str:
         """Prefix of the documented target names ``"<prefix>.<function>"``."""
-        return self.target_prefix or self.name
+        return self.keywords.target_prefix or self.name
+
+    @property
+    def build_directory(self) -> str | None:
+        """Where to build and keep the files (None: a temporary directory)."""
+        directory = self.keywords.build_directory
+        return None if directory is None else os.fspath(directory)
 
     @classmethod
     def resolve(
@@ -161,24 +160,8 @@ class LoadRequest:
         if include_dir is not None:
             includes = (str(Path(include_dir).resolve()), *options.include_paths)
             options = dataclasses.replace(options, include_paths=includes)
-        build_dir = keywords.build_directory
-        return cls(
-            func=func,
-            platform=platform,
-            name=name,
-            source=source,
-            functions=functions,
-            options=options,
-            path=None if path is None else str(path),
-            vmap_method=keywords.vmap_method,
-            allow_cuda_graph=keywords.allow_cuda_graph,
-            force_rebuild=keywords.force_rebuild,
-            verbose=keywords.verbose,
-            replace=keywords.replace,
-            auto_register=keywords.auto_register,
-            target_prefix=keywords.target_prefix,
-            build_directory=None if build_dir is None else os.fspath(build_dir),
-        )
+        where = None if path is None else str(path)
+        return cls(func, platform, name, source, functions, options, keywords, where)
 
 
 def _join(func: str, platform: LoweringPlatform, sources: object) -> str:

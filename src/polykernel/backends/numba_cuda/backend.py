@@ -36,11 +36,6 @@ class NumbaCudaBackend(Backend):
         gpu_note = "native launch" if gpu else "no GPU visible to JAX"
         return gpu and bool(nvvm), f"{version}; {gpu_note}; {compile_note}"
 
-    def revive(self, target: str, program: str) -> bool:
-        from .revive import revive
-
-        return revive(target, program)
-
 
 def _version(dist: str) -> str | None:
     try:
@@ -56,5 +51,6 @@ BACKEND = NumbaCudaBackend(
     summary="@cuda.jit kernels (native launch on GPU, Numba's simulator on CPU)",
     extra="numba-cuda",
     modules=("numba_cuda", "numba"),
+    reviver="polykernel.backends.numba_cuda.revive:revive",
     target_pattern=TARGET_PATTERN,
 )

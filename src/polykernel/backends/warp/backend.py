@@ -25,11 +25,6 @@ class WarpBackend(Backend):
         row = next(r for r in self.info_rows(gpu) if r[1] == platform)
         return row[2], row[3]
 
-    def revive(self, target: str, program: str) -> bool:
-        from .revive import revive
-
-        return revive(target, program)
-
 
 #: The warp backend.
 BACKEND = WarpBackend(
@@ -38,5 +33,6 @@ BACKEND = WarpBackend(
     summary="NVIDIA Warp kernels (CPU device, CUDA ahead of time)",
     extra="warp",
     modules=("warp", "llvmlite"),
+    reviver="polykernel.backends.warp.revive:revive",
     target_pattern=r"pk_warp_[0-9a-f]{24}",
 )
