@@ -7,8 +7,8 @@ The benchmark script (from this folder, the new tree's) runs in a fresh process 
 round and per tree, alternating old/new so that machine noise hits both alike, with
 ``PYTHONPATH`` pointing at each tree's ``src`` and ``--json PATH`` appended. Every
 number of the two JSON reports is matched by its path (a list counts by its
-median), and the table prints the median over rounds of each, and new / old.
-``--min-ratio``/``--max-ratio`` only mark rows outside that band.
+median), and the table prints the median over rounds of each, and new / old;
+numbers that are the same in every run (labels, sizes) are left out.
 
 The benchmark must import polykernel through names both trees have (the public
 API); each report records which tree it ran (``polykernel`` path) in the header.
@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
                 runs[label].append(_leaves(_run(tree, script, opts.args, out)))
                 print(f"round {r + 1}/{opts.rounds}: {label} done", file=sys.stderr)
     keys = [k for k in runs["new"][0] if all(k in run for run in runs["old"])]
+    # Labels and sizes (the same number in every run of both trees) are no metric.
+    every = runs["old"] + runs["new"]
+    keys = [k for k in keys if len({run.get(k) for run in every}) > 1]
     rows = []
     for key in keys:
         old = statistics.median(run[key] for run in runs["old"])

@@ -16,17 +16,6 @@ from . import backends as backends, config as config, testing as testing
 from ._version import __version__ as __version__
 from .allocator import tune_allocator as tune_allocator
 from .backends import register_backend as register_backend
-from .backends.cuda_raw import (
-    CompiledModule as CompiledModule,
-    NativeModule as NativeModule,
-    load_cpp_file as load_cpp_file,
-    load_cpp_inline as load_cpp_inline,
-    load_cuda_dir as load_cuda_dir,
-    load_cuda_file as load_cuda_file,
-    load_cuda_inline as load_cuda_inline,
-    normalize_tokens as normalize_tokens,
-    register_ffi_target as register_ffi_target,
-)
 from .backends.numba import numba_kernel as numba_kernel
 from .benchmark import (
     BenchmarkConfig as BenchmarkConfig,
@@ -83,16 +72,6 @@ from .exporting import (
 )
 from .ffi.targets import list_registered_targets as list_registered_targets
 from .kernel_table import KernelEntry as KernelEntry
-from .native import (
-    CompileOptions as CompileOptions,
-    CompilerBackend as CompilerBackend,
-    CPPBackend as CPPBackend,
-    CUDABackend as CUDABackend,
-    HIPBackend as HIPBackend,
-    clear_cache as clear_cache,
-    print_diagnostics as print_diagnostics,
-    so_ext as so_ext,
-)
 from .preferences import (
     clear_backends as clear_backends,
     get_backend as get_backend,
@@ -115,9 +94,27 @@ from .transforms import (
     general_batching_rule as general_batching_rule,
 )
 
-# The GPU-technology wrappers load on first use (PEP 562): `import polykernel` does
-# not pay for their modules (the Numba-CUDA package pulls in the GPU launcher).
+# The GPU-technology wrappers and the C++/CUDA loaders load on first use (PEP 562):
+# `import polykernel` does not pay for their modules (the Numba-CUDA package pulls
+# in the GPU launcher, the loaders the native build path).
 _LAZY = {
+    "CompiledModule": ".backends.cuda_raw",
+    "NativeModule": ".backends.cuda_raw",
+    "load_cpp_file": ".backends.cuda_raw",
+    "load_cpp_inline": ".backends.cuda_raw",
+    "load_cuda_dir": ".backends.cuda_raw",
+    "load_cuda_file": ".backends.cuda_raw",
+    "load_cuda_inline": ".backends.cuda_raw",
+    "normalize_tokens": ".backends.cuda_raw",
+    "register_ffi_target": ".backends.cuda_raw",
+    "CompileOptions": ".native",
+    "CompilerBackend": ".native",
+    "CPPBackend": ".native",
+    "CUDABackend": ".native",
+    "HIPBackend": ".native",
+    "clear_cache": ".native",
+    "print_diagnostics": ".native",
+    "so_ext": ".native",
     "numba_cuda_callable": ".backends.numba_cuda",
     "numba_cuda_kernel": ".backends.numba_cuda",
     "pallas_kernel": ".backends.pallas",
@@ -128,6 +125,17 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from .backends.cuda_raw import (
+        CompiledModule as CompiledModule,
+        NativeModule as NativeModule,
+        load_cpp_file as load_cpp_file,
+        load_cpp_inline as load_cpp_inline,
+        load_cuda_dir as load_cuda_dir,
+        load_cuda_file as load_cuda_file,
+        load_cuda_inline as load_cuda_inline,
+        normalize_tokens as normalize_tokens,
+        register_ffi_target as register_ffi_target,
+    )
     from .backends.numba_cuda import (
         numba_cuda_callable as numba_cuda_callable,
         numba_cuda_kernel as numba_cuda_kernel,
@@ -138,6 +146,16 @@ if TYPE_CHECKING:
         jaxinfo_to_warpinfo as jaxinfo_to_warpinfo,
         jaxtype_to_warptype as jaxtype_to_warptype,
         warp_kernel as warp_kernel,
+    )
+    from .native import (
+        CompileOptions as CompileOptions,
+        CompilerBackend as CompilerBackend,
+        CPPBackend as CPPBackend,
+        CUDABackend as CUDABackend,
+        HIPBackend as HIPBackend,
+        clear_cache as clear_cache,
+        print_diagnostics as print_diagnostics,
+        so_ext as so_ext,
     )
 
 

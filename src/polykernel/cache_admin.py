@@ -1,9 +1,10 @@
 """Whole-root cache maintenance: ``polykernel cache info|clear|prune`` and the cap.
 
-The unit of eviction is an *entry* (``<root>/<section>/<name>/``, a native library
-or a Numba handler, see :mod:`polykernel.cache_store`) or, for anything else under
-the root, the files of one directory. An entry whose lock another process holds
-(it is being built) is skipped. Last use is the newest mtime/atime of a unit's
+The unit of eviction is an *entry* (``<root>/<section>/<name>/``: a native library,
+a Numba handler, a Warp CPU object, a GPU kernel..., see
+:mod:`polykernel.cache_store`) or, for anything else under the root, the files of
+one directory. An entry whose lock another process holds (it is being built) is
+skipped. Last use is the newest mtime/atime of a unit's
 files (lookups touch ``meta.json``).
 
 ``POLYKERNEL_CACHE_MAX_BYTES`` (e.g. ``500M``, ``2G`` or a number of bytes) caps the
@@ -35,6 +36,8 @@ __all__ = [
 ]
 
 MAX_BYTES_ENV = "POLYKERNEL_CACHE_MAX_BYTES"
+#: Sections ``info`` always reports (others are reported when present): every
+#: top-level folder of the root is a section whose sub-folders are entries.
 SECTIONS = ("native", "numba")
 #: Folders of a cache section that hold bookkeeping, not cache entries.
 NOT_ENTRIES = frozenset({"locks", "toolchains", "failed", "tmp", "handlers"})
@@ -57,7 +60,7 @@ def _walk_units(root: Path) -> list[_Unit]:
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         section = here.parent.name if here.parent.parent == root else None
-        if section in SECTIONS and here.name not in NOT_ENTRIES:
+        if section is not None and here.name not in NOT_ENTRIES:
             files = [p for p in here.rglob("*") if p.is_file()]
             dirnames.clear()
             units.append(_measure(files, [here], section, here))
@@ -80,9 +83,9 @@ def _measure(files, dirs, section, entry=None) -> _Unit:
 def info() -> dict:
     """Size and contents of the whole cache root; creates nothing.
 
-    ``sections`` gives entries, bytes and files of each backend's cache
-    (``native``, ``numba``); ``subdirs`` the bytes and files of every top-level
-    directory.
+    ``sections`` gives entries, bytes and files of each section of the cache
+    (``native``, ``numba`` always; ``warp``, ``gpu``, ... when present);
+    ``subdirs`` the bytes and files of every top-level directory.
 
     Example:
         >>> sorted(info())[:3]
@@ -92,13 +95,14 @@ def info() -> dict:
     result: dict = {"root": str(root), "exists": root.is_dir(), "bytes": 0, "files": 0}
     subdirs: dict[str, dict[str, int]] = {}
     sections = {s: {"entries": 0, "bytes": 0, "files": 0} for s in SECTIONS}
+    blank = {"entries": 0, "bytes": 0, "files": 0}
     for unit in _walk_units(root) if result["exists"] else []:
         top = unit.paths[0].relative_to(root).parts
         bucket = subdirs.setdefault(top[0] if len(top) > 1 else ".", _zero())
         bucket["bytes"] += unit.size
         bucket["files"] += unit.files
         if unit.section:
-            sec = sections[unit.section]
+            sec = sections.setdefault(unit.section, dict(blank))
             sec["entries"] += 1
             sec["bytes"] += unit.size
             sec["files"] += unit.files

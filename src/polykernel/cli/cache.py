@@ -9,7 +9,14 @@ from ._common import nonneg_int
 
 __all__ = ["cmd_cache", "register"]
 
-_SECTIONS = (("native", "native libs"), ("numba", "numba handlers"))
+# What the entries of each cache section are (a section not listed: its name).
+_TITLES = {
+    "native": "native libs",
+    "numba": "numba handlers",
+    "warp": "warp objects",
+    "gpu": "gpu kernels",
+    "numba_cuda": "cuda callables",
+}
 
 
 def days(text: str) -> float:
@@ -60,11 +67,10 @@ def cmd_cache(args: Any) -> int:
         state = "" if info.get("exists") else " (does not exist yet)"
         print(f"cache root   {info['root']}{state}")
         print(f"size         {_size(info['bytes'])} in {info['files']} files")
-        for name, title in _SECTIONS:
-            sec = info["sections"][name]
+        for name, sec in info["sections"].items():
             if sec["entries"]:
-                size = _size(sec["bytes"])
-                print(f"{title:<12} {sec['entries']} entries ({size})")
+                title = _TITLES.get(name, name)
+                print(f"{title:<12} {sec['entries']} entries ({_size(sec['bytes'])})")
         for name, sub in sorted(info.get("subdirs", {}).items()):
             if not sub["files"]:
                 continue

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 import threading
+import types
 import uuid
 import weakref
 from typing import Any
@@ -41,11 +42,13 @@ _local_tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def importable(fn: Any) -> bool:
     """Whether a new process finds ``fn`` again by module and qualified name."""
+    # A plain function only: a bound method carries its instance (two instances'
+    # methods share module, name and code), a closure its cells.
     return (
-        getattr(fn, "__closure__", None) is None
-        and "<" not in getattr(fn, "__qualname__", "<")
-        and getattr(fn, "__module__", None) not in (None, "__main__")
-        and hasattr(fn, "__code__")
+        isinstance(fn, types.FunctionType)
+        and fn.__closure__ is None
+        and "<" not in fn.__qualname__
+        and fn.__module__ not in (None, "__main__")
     )
 
 

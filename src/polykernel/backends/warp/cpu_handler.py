@@ -160,8 +160,10 @@ def build_cpu_handler(
     entry: int,
     launch: Any,
     module_exec: Any,
+    portable: bool = True,
 ) -> CpuHandler:
-    """Build (once per process and ``target``) and register the handler."""
+    """Build (once per process and ``target``) and register the handler;
+    ``portable`` says whether a copy of Warp's object is in the cache."""
     with _lock:
         known = _handlers.get(target)
         if known is not None:
@@ -191,6 +193,9 @@ def build_cpu_handler(
             backend="warp",
             label=label,
             owner=handler,
+            portable=portable,
+            note="" if portable else "the cache holds no copy of Warp's CPU object "
+            "for it (it could not be written); define the kernel in that process",
         )
         _handlers[target] = handler
         return handler

@@ -98,8 +98,6 @@ def cpu_target(owner: Any, sig: Signature, shapes: Any) -> tuple[str, dict]:
     launch = owner.launch_dims if owner.launch_dims is not None else 0
     name = module_exec.get_kernel_mangled_name(owner.kernel)
     target = target_for(digest, name, sig, launch)
-    build_cpu_handler(target, sig, owner.name, plan, address, launch,
-                      module_exec)  # fmt: skip
     # A new process registers the same handler from a copy of Warp's object.
     parts = {
         "digest": digest,
@@ -110,5 +108,7 @@ def cpu_target(owner: Any, sig: Signature, shapes: Any) -> tuple[str, dict]:
         "label": owner.name,
         "entry": f"{name}_cpu_forward",
     }
-    save(target, parts, module_exec)
+    portable = save(target, parts, module_exec)
+    build_cpu_handler(target, sig, owner.name, plan, address, launch, module_exec,
+                      portable)  # fmt: skip
     return target, {}
