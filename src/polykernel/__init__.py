@@ -33,6 +33,7 @@ from .errors import (
     BenchmarkMismatchWarning as BenchmarkMismatchWarning,
     BrainEventError as BrainEventError,
     CacheError as CacheError,
+    CacheWarning as CacheWarning,
     CompilationError as CompilationError,
     CUDANotInstalledError as CUDANotInstalledError,
     DuplicatePrimitiveWarning as DuplicatePrimitiveWarning,

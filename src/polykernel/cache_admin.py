@@ -2,10 +2,12 @@
 
 The unit of eviction is an *entry* (``<root>/<section>/<name>/``: a native library,
 a Numba handler, a Warp CPU object, a GPU kernel..., see
-:mod:`polykernel.cache_store`) or, for anything else under the root, the files of
-one directory. An entry whose lock another process holds (it is being built) is
-skipped. Last use is the newest mtime/atime of a unit's
-files (lookups touch ``meta.json``).
+:mod:`polykernel.cache_entries`) or, for anything else under the root, the files of
+one directory. ``prune`` and ``clear`` take the same per-entry locks as builders and
+never delete what a build holds: an entry whose lock another process holds (it is
+being built or published), and a staging folder of a publication in progress, are
+skipped; lock files themselves are only removed when free. Last use is the newest
+mtime/atime of a unit's files (lookups touch ``meta.json``).
 
 ``POLYKERNEL_CACHE_MAX_BYTES`` (e.g. ``500M``, ``2G`` or a number of bytes) caps the
 root: after each write the least recently used units go until it fits.
@@ -18,12 +20,13 @@ import fcntl
 import os
 import re
 import shutil
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import config
-from .cache_store import lock_path
+from .cache_store import KEY_CHARS, lock_path
 from .errors import CacheError
 
 __all__ = [
@@ -41,6 +44,10 @@ MAX_BYTES_ENV = "POLYKERNEL_CACHE_MAX_BYTES"
 SECTIONS = ("native", "numba")
 #: Folders of a cache section that hold bookkeeping, not cache entries.
 NOT_ENTRIES = frozenset({"locks", "toolchains", "failed", "tmp", "handlers"})
+#: The prefix of an entry's staging folder (``cache_entries.STAGING``).
+_STAGING = ".staging-"
+#: A staging folder this young may belong to a publication without a lock.
+_STAGING_GRACE = 3600.0
 _SUFFIX = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE = re.compile(r"(\d+(?:\.\d*)?)\s*([kKmMgGtT]?)(?:i?[bB])?")
 
@@ -54,11 +61,22 @@ class _Unit:
     section: str | None  # set for entries
     entry: Path | None = None
 
+    @property
+    def lock_key(self) -> str:
+        """The key whose lock guards this entry (a staging folder's too)."""
+        name = self.entry.name if self.entry is not None else ""
+        if name.startswith(_STAGING):
+            return name[len(_STAGING) :][:KEY_CHARS]
+        return name
+
 
 def _walk_units(root: Path) -> list[_Unit]:
     units = []
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
+        if here.name == "locks" and here.parent.parent == root:
+            dirnames.clear()  # lock files are the builders', never a unit
+            continue
         section = here.parent.name if here.parent.parent == root else None
         if section is not None and here.name not in NOT_ENTRIES:
             files = [p for p in here.rglob("*") if p.is_file()]
@@ -80,19 +98,42 @@ def _measure(files, dirs, section, entry=None) -> _Unit:
                  entry)  # fmt: skip
 
 
+def root_problem(root: Path) -> str | None:
+    """Why ``root`` cannot serve as the cache root, or None (missing is no problem:
+    it is created on first write)."""
+    try:
+        st = root.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return f"cannot be inspected ({err.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory (a file is in the way): nothing is cached"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"is owned by uid {st.st_uid}, not by you: never loaded from"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "is writable by group or others: never loaded from"
+    if not os.access(root, os.R_OK | os.W_OK | os.X_OK):
+        return "is not readable and writable by you: nothing is cached"
+    return None
+
+
 def info() -> dict:
     """Size and contents of the whole cache root; creates nothing.
 
     ``sections`` gives entries, bytes and files of each section of the cache
     (``native``, ``numba`` always; ``warp``, ``gpu``, ... when present);
-    ``subdirs`` the bytes and files of every top-level directory.
+    ``subdirs`` the bytes and files of every top-level directory; ``problem`` why
+    the root cannot be used as it is (None when it can, or does not exist yet).
 
     Example:
         >>> sorted(info())[:3]
         ['bytes', 'exists', 'files']
     """
     root = config.cache_root()
-    result: dict = {"root": str(root), "exists": root.is_dir(), "bytes": 0, "files": 0}
+    problem = root_problem(root)
+    result: dict = {"root": str(root), "exists": root.is_dir(), "bytes": 0, "files": 0,
+                    "problem": problem}  # fmt: skip
     subdirs: dict[str, dict[str, int]] = {}
     sections = {s: {"entries": 0, "bytes": 0, "files": 0} for s in SECTIONS}
     blank = {"entries": 0, "bytes": 0, "files": 0}
@@ -120,7 +161,8 @@ def _zero() -> dict[str, int]:
 
 
 def clear() -> int:
-    """Delete everything under the cache root (the root itself stays); bytes freed.
+    """Delete everything under the cache root that no build holds (the root itself
+    stays); bytes freed.
 
     Example:
         >>> clear() >= 0
@@ -129,19 +171,19 @@ def clear() -> int:
     root = config.cache_root()
     if not root.is_dir():
         return 0
-    freed = info()["bytes"]
-    for child in root.iterdir():
+    freed = sum(unit.size for unit in _walk_units(root) if _evict(root, unit))
+    _remove_free_locks(root)
+    for child in sorted(root.rglob("*"), key=lambda p: -len(p.parts)):
         if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
             with contextlib.suppress(OSError):
-                child.unlink()
+                child.rmdir()  # only empty folders go
     return freed
 
 
 def prune(max_bytes: int | None = None, max_age: float | None = None) -> int:
     """Evict units unused for ``max_age`` seconds, then the least recently used
-    until the root holds ``<= max_bytes``; return the bytes freed.
+    until the root holds ``<= max_bytes``; return the bytes freed. What a build
+    holds is skipped.
 
     Raises:
         ValueError: a limit is negative or not a number.
@@ -179,15 +221,18 @@ def prune(max_bytes: int | None = None, max_age: float | None = None) -> int:
 
 
 def _evict(root: Path, unit: _Unit) -> bool:
-    """Delete ``unit``; an entry only if no process holds its lock."""
+    """Delete ``unit``; an entry only while holding its lock (never one a build
+    holds), a staging folder only once it is stale."""
     if unit.entry is None:
         for p in unit.paths:
             with contextlib.suppress(OSError):
                 p.unlink()
         return True
-    lock = lock_path(root / unit.section, unit.entry.name)
+    staging = unit.entry.name.startswith(_STAGING)
+    if staging and time.time() - unit.last_use < _STAGING_GRACE:
+        return False  # a publication in progress (perhaps without a lock)
     try:
-        fh = open(lock, "a+b")  # noqa: SIM115 - closed below
+        fh = open(lock_path(root / unit.section, unit.lock_key), "rb")  # noqa: SIM115
     except OSError:
         fh = None  # no lock file: nobody builds it now
     try:
@@ -197,10 +242,26 @@ def _evict(root: Path, unit: _Unit) -> bool:
             except OSError:
                 return False
         shutil.rmtree(unit.entry, ignore_errors=True)
-        return True
+        return not unit.entry.exists()
     finally:
         if fh is not None:
             fh.close()
+
+
+def _remove_free_locks(root: Path) -> None:
+    """Remove the lock files no process holds."""
+    for path in root.glob("*/locks/*.lock"):
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - closed below
+        except OSError:
+            continue
+        with fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def max_bytes_from_env() -> int | None:

@@ -1,15 +1,24 @@
-"""Small verified cache entries: a few files plus ``meta.json``, written last.
+"""Cache entries: the one way artefacts are stored in, and read from, every cache tier.
 
-What a backend keeps so that a new process can register a target it never built
-(a Warp CPU object, a GPU kernel's images and launch spec) is stored as an entry of
-:mod:`polykernel.cache_store`'s layout, ``<root>/<section>/<key40>/``:
+Every cache section (native libraries, Numba handlers, Warp objects, GPU kernels,
+callable names) keeps its artefacts as *entries*, ``<root>/<section>/<key40>/``: a few
+files plus ``meta.json``, which records the entry's key and each file's size and
+SHA-256. This module is the only one that writes or reads them, so every rule holds
+for all of them:
 
-- every file is written atomically, then ``meta.json`` records each file's size and
-  SHA-256 and the entry's key — an entry without it is not there yet;
-- :func:`read_entry` verifies all of it (key, sizes, checksums, owner-only
-  permissions) and treats any mismatch, or any error reading, as a miss;
-- writing is best effort: :func:`publish_entry` returns False instead of raising
-  when the cache cannot be written (a cache is a speed-up, never a point of failure).
+- **Tiers.** :func:`read_entry` looks in the read-only tiers first
+  (``$POLYKERNEL_CACHE_READONLY``: a site-wide or CI-built cache, never written),
+  then in the writable root. Every entry is verified before it is used — its key,
+  every file's size and checksum, and (writable root) owner-only permissions — and
+  anything else (missing, half-written, foreign, unreadable) is a miss.
+- **Atomic publication.** :func:`publish_entry` writes the whole entry into a private
+  staging folder next to it, then renames that folder into place in one step. Two
+  builders of one key (even without working file locks) never mix their files: the
+  first rename wins and the second builder's folder is dropped.
+- **Never a point of failure.** A cache that cannot be written (no space, permission
+  denied, read-only filesystem, the root is a file...) makes :func:`publish_entry`
+  return None after one :class:`~polykernel.errors.CacheWarning` naming the cause;
+  the caller runs what it built without the cache.
 """
 
 from __future__ import annotations
@@ -19,78 +28,167 @@ import hashlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import config
-from .cache_store import KEY_CHARS, atomic_write, check_private_file, ensure_dir
+from .cache_store import (
+    KEY_CHARS,
+    cache_problem,
+    check_private_file,
+    describe,
+    ensure_dir,
+    readonly_roots,
+)
 from .errors import CacheError
 
-__all__ = ["entry_path", "publish_entry", "read_entry"]
+__all__ = [
+    "META",
+    "STAGING",
+    "Entry",
+    "entry_path",
+    "publish_entry",
+    "read_entry",
+]
 
 log = logging.getLogger(__name__)
-_META = "meta.json"
+#: The name of an entry's record, written with the entry and read first.
+META = "meta.json"
+#: Prefix of the staging folders of entries being published (``cache_admin`` skips
+#: them while their builder holds the lock).
+STAGING = ".staging-"
 
 
-def entry_path(section: str, key: str) -> Path:
-    """``<root>/<section>/<key40>`` (not created)."""
-    return config.cache_root() / section / key[:KEY_CHARS]
+@dataclass(frozen=True)
+class Entry:
+    """A verified cache entry.
+
+    Attributes:
+        path: the entry's folder.
+        files: every recorded file's bytes, by name.
+        meta: its ``meta.json`` (``key``, ``files`` and the section's fields).
+        readonly: it lies in a read-only tier (load a private copy of any code).
+    """
+
+    path: Path
+    files: dict[str, bytes]
+    meta: dict[str, Any]
+    readonly: bool
+
+
+def entry_path(section: str, key: str, root: Path | None = None) -> Path:
+    """``<root>/<section>/<key40>`` (not created); ``root``: the writable root."""
+    return (root or config.cache_root()) / section / key[:KEY_CHARS]
+
+
+def read_entry(section: str, key: str) -> Entry | None:
+    """The entry ``key`` of ``section``: from a read-only tier, else the writable
+    root; verified, or None (a miss)."""
+    for root in readonly_roots():
+        found = _read(entry_path(section, key, root), key, readonly=True)
+        if found is not None:
+            return found
+    return _read(entry_path(section, key), key, readonly=False)
+
+
+def _read(entry: Path, key: str, readonly: bool) -> Entry | None:
+    try:
+        meta = json.loads((entry / META).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        log.warning("polykernel cache: unreadable %s (%s); a miss", entry / META, err)
+        return None
+    listing = meta.get("files") if isinstance(meta, dict) else None
+    if not isinstance(listing, dict) or meta.get("key") != key:
+        log.warning("polykernel cache: %s is not an entry of key %s; a miss", entry,
+                    key[:12])  # fmt: skip
+        return None
+    files = {}
+    try:
+        if not readonly:
+            for directory in (config.cache_root(), entry.parent, entry):
+                config.ensure_private_dir(directory)  # refuses dirs others can write
+        for name, expected in listing.items():
+            path = entry / name
+            with open(path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                data = fh.read()
+            if not readonly:
+                check_private_file(path, st)
+            digest = hashlib.sha256(data).hexdigest()
+            if len(data) != expected.get("size") or digest != expected.get("sha256"):
+                log.warning("polykernel cache: %s is corrupt; a miss", path)
+                return None
+            files[name] = data
+    except (OSError, AttributeError, TypeError) as err:
+        log.warning("polykernel cache: cannot use %s (%s); a miss", entry, err)
+        return None
+    if not readonly:
+        with contextlib.suppress(OSError):
+            os.utime(entry / META)  # last use, for prune()
+    return Entry(entry, files, meta, readonly)
 
 
 def publish_entry(
     section: str, key: str, files: Mapping[str, bytes], meta: Mapping[str, Any]
-) -> bool:
-    """Write ``files`` and then ``meta.json`` as the entry ``key`` of ``section``.
+) -> Path | None:
+    """Publish ``files`` with ``meta.json`` as entry ``key`` of ``section``,
+    atomically; the entry's folder, or None when the cache cannot be written.
 
-    Returns False (and logs why at WARNING) when the cache cannot be written.
+    An entry already published under ``key`` (by another process) is kept: the
+    key names the content, so either copy serves.
     """
+    entry = entry_path(section, key)
+    staging = None
     try:
-        entry = ensure_dir(entry_path(section, key))
+        parent = ensure_dir(entry.parent)
+        staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{key[:KEY_CHARS]}-",
+                                        dir=parent))  # fmt: skip
+        os.chmod(staging, 0o700)
         listing = {}
         for name, data in files.items():
-            atomic_write(entry / name, data)
-            os.chmod(entry / name, 0o600)
+            (staging / name).write_bytes(data)
+            os.chmod(staging / name, 0o600)
             digest = hashlib.sha256(data).hexdigest()
             listing[name] = {"size": len(data), "sha256": digest}
         record = {**meta, "key": key, "files": listing, "time": time.time()}
-        atomic_write(entry / _META, json.dumps(record, indent=1).encode())
-        return True
+        (staging / META).write_text(json.dumps(record, indent=1))
+        os.chmod(staging / META, 0o600)
+        if not _rename_into_place(staging, entry, key):
+            return entry  # another builder published this key first: keep theirs
+        staging = None
     except (OSError, CacheError) as err:
-        log.warning("polykernel cache: cannot write %s entry %s: %s", section,
-                    key[:12], err)  # fmt: skip
+        cache_problem(describe(err), f"cannot publish a {section} entry")
+        return None
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    return entry
+
+
+def _rename_into_place(staging: Path, entry: Path, key: str) -> bool:
+    """Rename ``staging`` to ``entry``; False when a valid entry is already there.
+
+    An invalid folder in the way (a half-written or foreign entry, an older layout)
+    is moved aside first, then removed.
+    """
+    try:
+        os.rename(staging, entry)
+        return True
+    except OSError:
+        if not entry.exists():
+            raise
+    if _read(entry, key, readonly=False) is not None:
         return False
-
-
-def read_entry(section: str, key: str) -> tuple[dict[str, bytes], dict] | None:
-    """The files and ``meta.json`` of entry ``key``, verified; None on any miss."""
-    entry = entry_path(section, key)
-    try:
-        meta = json.loads((entry / _META).read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as err:
-        log.warning("polykernel cache: unreadable %s: %s", entry / _META, err)
-        return None
-    listing = meta.get("files") if isinstance(meta, dict) else None
-    if meta.get("key") != key or not isinstance(listing, dict):
-        return None
-    files = {}
-    try:
-        for name, expected in listing.items():
-            path = entry / name
-            st = path.stat()
-            check_private_file(path, st)
-            data = path.read_bytes()
-            digest = hashlib.sha256(data).hexdigest()
-            if len(data) != expected.get("size") or digest != expected.get("sha256"):
-                log.warning("polykernel cache: %s is corrupt; ignoring it", path)
-                return None
-            files[name] = data
-    except (OSError, AttributeError, TypeError) as err:
-        log.warning("polykernel cache: cannot read %s: %s", entry, err)
-        return None
+    aside = entry.with_name(f"{STAGING}{entry.name}-stale-{os.getpid()}")
     with contextlib.suppress(OSError):
-        os.utime(entry / _META)  # last use, for prune()
-    return files, meta
+        os.rename(entry, aside)
+    shutil.rmtree(aside, ignore_errors=True)
+    os.rename(staging, entry)
+    return True

@@ -5,44 +5,125 @@
 - :func:`atomic_write`: temp file + ``os.replace``, so readers never see half a file;
 - :func:`compute_key`: SHA-256 over *named* parts, each part's digest logged at
   DEBUG so "why did this rebuild?" has an answer;
-- :func:`entry_lock`: an OS file lock per entry, so N processes build once;
+- :func:`entry_lock`: an OS file lock per entry, so N processes build once — and
+  never a point of failure: where locks cannot be taken (a read-only or full
+  filesystem, a network filesystem without ``fcntl`` locks, or
+  ``POLYKERNEL_CACHE_LOCKING=0``) the build goes on unlocked, since publishing is
+  atomic anyway (:mod:`polykernel.cache_entries`);
+- :func:`readonly_roots`: the read-only shared tiers (``POLYKERNEL_CACHE_READONLY``);
+- :func:`cache_problem`: one :class:`~polykernel.errors.CacheWarning` per cause and
+  process when the cache cannot be used (the operation then runs without it);
 - :func:`check_private_file`: a file about to be loaded as code is ours alone.
 
-Each backend keeps its own layout in its own cache module (``native/cache.py``,
-``backends/_numba_cache.py``); both follow one convention that
-:mod:`polykernel.cache_admin` relies on: ``<root>/<section>/<key40>/`` holds an
-entry whose ``meta.json`` is written last, and ``<root>/<section>/locks/<key40>.lock``
-is its lock.
+Every section follows one layout that :mod:`polykernel.cache_admin` relies on:
+``<root>/<section>/<key40>/`` holds an entry whose ``meta.json`` records its files,
+and ``<root>/<section>/locks/<key40>.lock`` is its lock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import logging
 import os
 import stat
 import tempfile
+import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from . import config
-from .errors import CacheError
+from .errors import CacheError, CacheWarning
 
 __all__ = [
+    "LOCKING_ENV",
+    "READONLY_ENV",
     "SCHEMA",
     "atomic_write",
+    "cache_problem",
     "check_private_file",
     "compute_key",
+    "describe",
     "ensure_dir",
     "entry_lock",
+    "held_by_another",
     "lock_path",
+    "locking_enabled",
+    "readonly_roots",
     "sha256_file",
 ]
 
 SCHEMA = "1"
 KEY_CHARS = 40  # entries are named by the first 40 hex digits of their key
+#: Read-only cache roots (``os.pathsep``-separated), looked up before the writable one.
+READONLY_ENV = "POLYKERNEL_CACHE_READONLY"
+#: ``0`` disables file locks (for filesystems whose ``fcntl`` locks do not work).
+LOCKING_ENV = "POLYKERNEL_CACHE_LOCKING"
+log = logging.getLogger(__name__)
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def cache_problem(cause: str, detail: str) -> None:
+    """Say once per process and ``cause`` that the cache could not be used.
+
+    ``cause`` names the failure (``"no space left"``, ``"root is a file"``...);
+    ``detail`` what was tried. The operation that called this goes on without the
+    cache (a miss, or an unpublished build).
+    """
+    with _warned_lock:
+        first = cause not in _warned
+        _warned.add(cause)
+    log.info("polykernel cache: %s: %s", cause, detail)
+    if first:
+        warnings.warn(
+            f"polykernel cache: {cause}: {detail}. The kernel is built and run "
+            f"without the cache (a miss); later failures of this kind are logged "
+            f"only (logger {__name__}). Check ${config.CACHE_ENV} "
+            f"({config.cache_root()}).",
+            CacheWarning,
+            stacklevel=3,
+        )
+
+
+def describe(err: BaseException) -> str:
+    """A cache failure's cause, for :func:`cache_problem` (``"no space left"``)."""
+    if isinstance(err, OSError) and err.errno is not None:
+        return {
+            errno.ENOSPC: "no space left on the cache's filesystem",
+            errno.EDQUOT: "disk quota exceeded",
+            errno.EACCES: "permission denied",
+            errno.EPERM: "permission denied",
+            errno.EROFS: "read-only filesystem",
+            errno.ENOTDIR: "a path of the cache is a file",
+            errno.ENOLCK: "file locks are not available",
+        }.get(err.errno, os.strerror(err.errno).lower())
+    if isinstance(err, CacheError):
+        if isinstance(err.__cause__, OSError):
+            return describe(err.__cause__)
+        text = str(err)
+        for marker, cause in (
+            ("not a directory", "a path of the cache is a file"),
+            ("writable by group or others", "the cache is writable by others"),
+            ("owned by", "the cache belongs to another user"),
+        ):
+            if marker in text:
+                return cause
+    return type(err).__name__
+
+
+def readonly_roots() -> list[Path]:
+    """The read-only cache roots of ``$POLYKERNEL_CACHE_READONLY``, in order."""
+    text = os.environ.get(READONLY_ENV, "")
+    return [Path(p).expanduser() for p in text.split(os.pathsep) if p.strip()]
+
+
+def locking_enabled() -> bool:
+    """False when ``$POLYKERNEL_CACHE_LOCKING`` is ``0`` (locks do not work there)."""
+    return os.environ.get(LOCKING_ENV, "1").strip().lower() not in ("0", "no", "off")
 
 
 def ensure_dir(path: Path) -> Path:
@@ -103,17 +184,54 @@ def lock_path(section: Path, key: str) -> Path:
 
 
 @contextlib.contextmanager
-def entry_lock(section: Path, key: str) -> Iterator[None]:
+def entry_lock(section: Path, key: str) -> Iterator[bool]:
     """Hold the exclusive OS lock of entry ``key`` of ``section`` (blocks while
-    another process holds it)."""
+    another process holds it); yields whether a lock is held.
+
+    Never fails a build: with locking disabled, or a lock that cannot be created or
+    taken, it yields False (after one :func:`cache_problem` warning) and the caller
+    builds unlocked — publishing is atomic, so two builders cannot mix artefacts.
+    """
+    if not locking_enabled():
+        yield False
+        return
     path = lock_path(section, key)
-    ensure_dir(path.parent)
-    with open(path, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+    try:
+        ensure_dir(path.parent)
+        fh = open(path, "a+b")  # noqa: SIM115 - closed below
+    except (OSError, CacheError) as err:
+        cache_problem(describe(err), f"cannot create the build lock {path}")
+        yield False
+        return
+    try:
         try:
-            yield
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        except OSError as err:
+            cache_problem(describe(err), f"cannot take the build lock {path}")
+            yield False
+            return
+        try:
+            yield True
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    finally:
+        fh.close()
+
+
+def held_by_another(section: Path, key: str) -> bool:
+    """Whether another process (or thread) holds the lock of entry ``key`` now."""
+    path = lock_path(section, key)
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        return False  # no lock file: nobody builds it now
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        return False
 
 
 def check_private_file(path: Path, st: os.stat_result) -> None:

@@ -52,6 +52,7 @@ __all__ = [
     "BrainEventError",
     "CUDANotInstalledError",
     "CacheError",
+    "CacheWarning",
     "CompilationError",
     "DuplicatePrimitiveWarning",
     "GpuArchDetectionError",
@@ -291,6 +292,10 @@ class UnsupportedOperationError(PolykernelError, TypeError):
 # -- warnings --------------------------------------------------------------------------
 class PolykernelWarning(UserWarning):
     """Base class of every warning polykernel emits."""
+
+
+class CacheWarning(PolykernelWarning):
+    """The cache could not be used for one operation; it ran without it (a miss)."""
 
 
 class DuplicatePrimitiveWarning(PolykernelWarning):

@@ -1,4 +1,4 @@
-"""``polykernel cache info|clear|prune``: the on-disk cache of every backend."""
+"""``polykernel cache info|clear|prune|warm``: the on-disk cache of every backend."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from ._common import nonneg_int
+from .warm import add_warm_args, cmd_warm
 
 __all__ = ["cmd_cache", "register"]
 
@@ -47,6 +48,13 @@ def register(sub: Any, common: Any) -> None:
     prune.add_argument("--max-bytes", type=nonneg_int, metavar="N")
     prune.add_argument("--max-age", type=days, metavar="DAYS")
     prune.set_defaults(prune_parser=prune)
+    warm = acts.add_parser(
+        "warm",
+        parents=[common],
+        help="build the kernels of modules' primitives (or of a function) into the "
+        "cache, ahead of a job",
+    )
+    add_warm_args(warm)
     p.set_defaults(handler=cmd_cache)
 
 
@@ -62,9 +70,14 @@ def cmd_cache(args: Any) -> int:
     """Handler of ``polykernel cache info|clear|prune``."""
     from .. import cache_admin
 
+    if args.action == "warm":
+        return cmd_warm(args)
     if args.action == "info":
         info = cache_admin.info()
-        state = "" if info.get("exists") else " (does not exist yet)"
+        if info.get("problem"):
+            state = f" ({info['problem']})"
+        else:
+            state = "" if info.get("exists") else " (does not exist yet)"
         print(f"cache root   {info['root']}{state}")
         print(f"size         {_size(info['bytes'])} in {info['files']} files")
         for name, sec in info["sections"].items():

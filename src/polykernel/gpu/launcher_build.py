@@ -20,11 +20,12 @@ import hashlib
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .._version import __version__
 from ..errors import KernelLoadError
 from ..native import cache
-from ..native.build import BuildJob, fetch_or_build, headers_digest
+from ..native.build import BuildJob, Fetched, fetch_or_build, headers_digest
 from ..native.compiler import CompileOptions, build_command
 from ..native.toolchain import (
     find_host_compiler,
@@ -96,6 +97,8 @@ def _options(compiler: str | None) -> CompileOptions:
 def build_launcher(compiler: str | None = None) -> tuple[Path, bool]:
     """Compile the launcher (or find it in the cache); return ``(library, built)``.
 
+    The library is loaded (``dlopen``) on the way: see :func:`fetch_launcher`.
+
     Args:
         compiler: ``None`` for the host C++ compiler (``$CXX``, g++, clang++), a
             path to one, or ``"nvcc"`` to build with nvcc.
@@ -104,6 +107,18 @@ def build_launcher(compiler: str | None = None) -> tuple[Path, bool]:
         ToolchainError: no compiler found.
         CompilationError: the build failed (output and command attached).
     """
+    fetched = fetch_launcher(compiler)
+    return fetched.path, fetched.built
+
+
+def fetch_launcher(compiler: str | None = None) -> Fetched:
+    """The launcher fetched or built through the one native build path, loaded."""
+    job = _job(compiler)
+    return fetch_or_build(job, lambda path: ctypes.CDLL(str(path)))
+
+
+def _job(compiler: str | None) -> BuildJob:
+    """The launcher's build: source, command line and content key."""
     import jax
     import jaxlib
 
@@ -131,8 +146,7 @@ def build_launcher(compiler: str | None = None) -> tuple[Path, bool]:
             "polykernel": __version__,
         },
     )
-    job = BuildJob(_NAME, key, source, ext, tuple(cmd), options.timeout)
-    return fetch_or_build(job)
+    return BuildJob(_NAME, key, source, ext, tuple(cmd), options.timeout)
 
 
 class LauncherLibrary:
@@ -145,10 +159,10 @@ class LauncherLibrary:
             compatible, and not).
     """
 
-    def __init__(self, path: Path, built: bool) -> None:
+    def __init__(self, path: Path, built: bool, dll: Any = None) -> None:
         self.path = path
         self.built = built
-        self.dll = dll = ctypes.CDLL(str(path))
+        self.dll = dll = dll if dll is not None else ctypes.CDLL(str(path))
         i64, p = ctypes.c_int64, ctypes.c_void_p
         dll.pkgpu_abi_version.restype = ctypes.c_int
         dll.pkgpu_kernel_count.restype = i64
@@ -240,8 +254,8 @@ def _mapped_range(path: Path) -> tuple[int, int]:
 
 @functools.cache
 def _load() -> LauncherLibrary:
-    path, built = build_launcher()
-    return LauncherLibrary(path, built)
+    fetched = fetch_launcher()
+    return LauncherLibrary(fetched.path, fetched.built, fetched.handle)
 
 
 def launcher_library() -> LauncherLibrary:

@@ -63,7 +63,7 @@ def load_kernel(kernel_id: str) -> Any:
     found = read_entry(SECTION, kernel_id)
     if found is None:
         return None
-    files, meta = found
+    files, meta = found.files, found.meta
     try:
         spec = spec_from_json(json.loads(files["spec.json"]))
         images = tuple(KernelImage(kind, arch, files[name])

@@ -3,14 +3,17 @@
 Every shared library polykernel compiles — the ``load_*`` modules of the ``cuda_raw``
 backend and the GPU launcher — goes through :func:`fetch_or_build`:
 
-1. **look up** the content-keyed entry in the cache (:mod:`.cache`: size, checksum
-   and permissions are verified; anything else is a miss);
+1. **look up** the content-keyed entry in the cache (:mod:`.cache`: read-only tiers
+   first; key, sizes, checksums and permissions verified; anything else is a miss)
+   and load it;
 2. **lock** the key with an OS file lock, so N processes build it once, and look up
    again under the lock (another process may have finished meanwhile);
-3. **build** in a fresh temporary directory under ``native/tmp`` (or the caller's
-   ``build_directory``, whose files are kept there), keeping a failed build's
-   sources under ``native/failed`` for inspection;
-4. **publish** the library atomically (the entry's ``meta.json`` is written last).
+3. **build** in a fresh folder private to this process, outside the cache (or the
+   caller's ``build_directory``, whose files are kept there), keeping a failed
+   build's sources under ``native/failed`` for inspection;
+4. **publish** the library atomically (:mod:`polykernel.cache_entries`) and load it
+   while the lock is still held. A cache that cannot be written is no failure: the
+   library is loaded from the private build, with one warning naming the cause.
 
 The key parts every caller shares — our headers and jaxlib's FFI C API header, whose
 API is our ABI — are hashed by :func:`headers_digest`, the one digest of them.
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -27,11 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CompilationError
+from ..cache_store import ensure_dir
+from ..errors import CacheError, CompilationError
 from . import cache
-from .compiler import include_dirs, keep_failed, run_compiler
+from .compiler import include_dirs, run_compiler
 
-__all__ = ["BuildJob", "fetch_or_build", "headers_digest"]
+__all__ = ["BuildJob", "Fetched", "fetch_or_build", "headers_digest"]
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -81,36 +89,76 @@ class BuildJob:
     build_directory: str | None = None
 
 
+@dataclass(frozen=True)
+class Fetched:
+    """A library fetched from the cache or built, and loaded.
+
+    Attributes:
+        path: the file that was loaded (in the cache, or a private build's).
+        built: whether this process ran the compiler.
+        handle: what the caller's ``load(path)`` returned.
+    """
+
+    path: Path
+    built: bool
+    handle: Any
+
+
 def fetch_or_build(
     job: BuildJob,
+    load: Callable[[Path], Any],
     classify: Callable[[CompilationError], Exception] | None = None,
-) -> tuple[Path, bool]:
-    """The library of ``job`` from the cache, or built now; ``(path, built)``.
+) -> Fetched:
+    """The library of ``job`` from the cache, or built now, loaded with ``load``.
+
+    A library built here is loaded while the build lock is still held, so no
+    ``prune``/``clear`` can remove it first. A cache that cannot be used is a miss:
+    the library is built in a private folder and loaded from there.
 
     Raises:
         CompilationError: the compiler failed (``classify`` may refine the class).
         ToolchainError: the compiler cannot run.
     """
-    lib = None if job.force else cache.lookup(job.key)
-    if lib is not None:
-        _say(job, f"cache hit {lib}.")
-        return lib, False
+    if not job.force:
+        hit = _load_hit(job, load)
+        if hit is not None:
+            return hit
     with cache.build_lock(job.key):
-        lib = None if job.force else cache.lookup(job.key)
-        if lib is not None:  # another process built it while we waited
-            return lib, False
-        return _build(job, classify), True
+        if not job.force:
+            hit = _load_hit(job, load)  # another process built it while we waited
+            if hit is not None:
+                return hit
+        built, published = _build(job, classify)
+        path = published or built
+        return Fetched(path, True, load(path))
+
+
+def _load_hit(job: BuildJob, load: Callable[[Path], Any]) -> Fetched | None:
+    lib = cache.lookup(job.key)
+    if lib is None:
+        return None
+    try:
+        handle = load(lib)
+    except OSError as err:  # removed between the check and the load: a miss
+        log.info("polykernel cache: %s vanished before loading (%s)", lib, err)
+        return None
+    _say(job, f"cache hit {lib}.")
+    return Fetched(lib, False, handle)
 
 
 def _build(
     job: BuildJob, classify: Callable[[CompilationError], Exception] | None
-) -> Path:
-    tmp_root = cache.ensure_dir(cache.native_root() / "tmp")
+) -> tuple[Path, Path | None]:
+    """Compile in a private folder (or the caller's ``build_directory``); publish.
+
+    Returns the built library and its published copy (None: not published).
+    """
     if job.build_directory:
         build_dir = Path(job.build_directory)
         build_dir.mkdir(parents=True, exist_ok=True)
-    else:
-        build_dir = Path(tempfile.mkdtemp(prefix=f"{job.name}-", dir=tmp_root))
+    else:  # outside the cache: no prune or clear can touch a build in progress
+        build_dir = Path(tempfile.mkdtemp(prefix=f"{job.name}-",
+                                          dir=cache.private_dir()))  # fmt: skip
     src, out = build_dir / f"{job.name}.{job.ext}", build_dir / f"{job.name}.so"
     src.write_text(job.source)
     command = [
@@ -124,19 +172,31 @@ def _build(
         )
     except CompilationError as err:
         if not job.build_directory:
-            cache.ensure_dir(failed.parent)
-            keep_failed(build_dir, failed)
+            _keep_failed(err, build_dir, failed, src)
         raise (classify(err) if classify else err) from None
     meta = {**job.meta, "name": job.name, "command": command, "seconds": seconds}
-    if job.build_directory:  # the caller's files stay; the cache gets a copy
-        staged = Path(tempfile.mkdtemp(prefix=f"{job.name}-", dir=tmp_root))
-        shutil.copy2(out, staged / "lib.so")
-        lib = cache.publish(job.key, staged / "lib.so", job.source, job.ext, meta)
-        shutil.rmtree(staged, ignore_errors=True)
-    else:
-        lib = cache.publish(job.key, out, job.source, job.ext, meta)
+    published = cache.publish(job.key, out.read_bytes(), job.source, job.ext, meta)
+    if published is not None and not job.build_directory:
         shutil.rmtree(build_dir, ignore_errors=True)
-    return lib
+    return out, published
+
+
+def _keep_failed(err: CompilationError, build_dir: Path, failed: Path,
+                 src: Path) -> None:  # fmt: skip
+    """Keep a failed build's sources in the cache (``native/failed``); where the
+    cache cannot take them, they stay in a folder the message names."""
+    try:
+        ensure_dir(failed.parent)
+        shutil.rmtree(failed, ignore_errors=True)
+        shutil.copytree(build_dir, failed)
+        os.chmod(failed, 0o700)
+    except (OSError, CacheError) as problem:
+        kept = Path(tempfile.mkdtemp(prefix=f"polykernel-failed-{src.stem}-"))
+        shutil.copytree(build_dir, kept, dirs_exist_ok=True)
+        where = str(kept / src.name)
+        err.args = (str(err).replace(str(failed / src.name), where),)
+        err.source_path = where
+        log.info("polykernel cache: failed build kept in %s (%s)", kept, problem)
 
 
 def _say(job: BuildJob, text: str) -> None:

@@ -1,22 +1,20 @@
-"""The on-disk cache: keys, layout, locking, integrity, and info/clear/prune.
+"""The ``native`` section of the cache: compiled libraries, keyed by content.
 
 Layout under ``config.cache_root()`` (created on first write, owner-only)::
 
     native/<key40>/lib.so         the compiled module
-    native/<key40>/meta.json      sha256 + size of lib.so, the key parts, names
     native/<key40>/source.<ext>   the exact translation unit that was compiled
+    native/<key40>/meta.json      key, size and SHA-256 of each file, name, command
     native/locks/<key40>.lock     fcntl lock: N processes, one build
     native/toolchains/*.json      compiler fingerprints keyed by path+mtime+size
     native/failed/<name>-<key12>/ sources of failed builds, kept for inspection
-    numba/ ...                    Numba handlers (``backends/_numba_cache.py``)
 
-A key is the SHA-256 over named parts; the digest of every part is logged at DEBUG
-(logger ``polykernel.native.cache``) so "why did this rebuild?" has an answer.
-``meta.json`` is written last, with ``os.replace``: an entry without it, or whose
-library does not match the recorded checksum, is a miss and is rebuilt. The shared
-building blocks live in :mod:`polykernel.cache_store`.
+Entries are stored, verified and published atomically by
+:mod:`polykernel.cache_entries` (read-only tiers first, any fault a miss). A key is
+the SHA-256 over named parts; the digest of every part is logged at DEBUG (logger
+``polykernel.native.cache``) so "why did this rebuild?" has an answer.
 
-``info``, ``clear`` and ``prune`` act on the *whole* cache root (every backend);
+``info``, ``clear`` and ``prune`` act on the *whole* cache root (every section);
 they live in :mod:`polykernel.cache_admin` and are re-exported here.
 ``clear_cache`` (the reference API's) removes compiled native modules only.
 """
@@ -24,50 +22,54 @@ they live in :mod:`polykernel.cache_admin` and are re-exported here.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
-import time
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from .. import config
 from ..cache_admin import NOT_ENTRIES, apply_size_cap, clear, info, prune
+from ..cache_entries import Entry, publish_entry, read_entry
 from ..cache_store import (
-    atomic_write,
-    check_private_file,
     compute_key as _compute_key,
-    ensure_dir,
     entry_lock,
-    sha256_file,
+    held_by_another,
 )
 from ..errors import KernelTypeError
 
 __all__ = [
-    "atomic_write",
+    "LIBRARY",
+    "SECTION",
     "build_lock",
     "clear",
     "clear_cache",
     "compute_key",
-    "ensure_dir",
-    "entry_dir",
     "info",
     "lookup",
+    "lookup_entry",
     "native_root",
+    "private_dir",
     "prune",
     "publish",
 ]
 
 log = logging.getLogger(__name__)
+#: The section's folder under the cache root.
+SECTION = "native"
+#: The library's file name in an entry.
+LIBRARY = "lib.so"
+_private: Path | None = None
 
 
 def native_root() -> Path:
     """``<cache root>/native`` (not created)."""
-    return config.cache_root() / "native"
+    return config.cache_root() / SECTION
 
 
-def compute_key(parts) -> str:
+def compute_key(parts: Mapping[str, str | bytes]) -> str:
     """SHA-256 over named parts, each part's digest logged at DEBUG here.
 
     Example:
@@ -77,67 +79,71 @@ def compute_key(parts) -> str:
     return _compute_key(parts, log)
 
 
-def entry_dir(key: str) -> Path:
-    return native_root() / key[:40]
+def private_dir() -> Path:
+    """A folder of this process alone, outside the cache, removed at exit: where
+    builds run and where a read-only tier's library is copied before loading."""
+    global _private
+    if _private is None or not _private.is_dir():
+        import atexit
+
+        _private = Path(tempfile.mkdtemp(prefix="polykernel-native-"))
+        atexit.register(shutil.rmtree, _private, True)
+    return _private
+
+
+def lookup_entry(key: str) -> Entry | None:
+    """The verified entry of ``key`` (read-only tiers first), or None."""
+    found = read_entry(SECTION, key)
+    if found is None or LIBRARY not in found.files:
+        return None
+    return found
 
 
 def lookup(key: str) -> Path | None:
-    """The library of a valid entry for ``key``, or ``None`` (missing or corrupt).
+    """The library of a valid entry for ``key``, ready to ``dlopen``, or None.
 
-    Raises:
-        CacheError: the entry sits in a directory others can write to.
+    From the writable root it is the entry's own file (verified, in folders only
+    its owner can write); from a read-only tier, a private copy of the verified
+    bytes (nothing can swap it between the check and the load).
     """
-    entry = entry_dir(key)
-    meta_path, lib = entry / "meta.json", entry / "lib.so"
-    try:
-        meta = json.loads(meta_path.read_text())
-    except FileNotFoundError:
+    found = lookup_entry(key)
+    if found is None:
         return None
-    except (OSError, ValueError):
-        log.warning("polykernel cache: unreadable %s; rebuilding", meta_path)
-        return None
-    for directory in (config.cache_root(), native_root(), entry):
-        config.ensure_private_dir(directory)  # refuses dirs others can write
-    try:
-        st = lib.stat()
-        ok = st.st_size == meta.get("size") and sha256_file(lib) == meta.get("sha256")
-    except OSError:
-        ok = False
-    if not ok:
-        log.warning("polykernel cache: %s is missing or corrupt; rebuilding", lib)
-        return None
-    check_private_file(lib, st)
-    with contextlib.suppress(OSError):
-        os.utime(meta_path)  # last use, for prune()
-    return lib
+    if not found.readonly:
+        return found.path / LIBRARY
+    fd, copy = tempfile.mkstemp(suffix=".so", dir=private_dir())
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(found.files[LIBRARY])
+    return Path(copy)
 
 
 @contextlib.contextmanager
-def build_lock(key: str) -> Iterator[None]:
-    """Hold an exclusive OS lock for ``key`` (blocks while another process builds)."""
-    with entry_lock(native_root(), key):
-        yield
+def build_lock(key: str) -> Iterator[bool]:
+    """Hold the OS lock for ``key`` (blocks while another process builds it); yields
+    False when no lock can be held (the build then goes on unlocked)."""
+    with entry_lock(native_root(), key) as held:
+        yield held
 
 
-def publish(key: str, built_lib: Path, source: str, ext: str, meta: dict) -> Path:
-    """Move a freshly built library into its entry, then write ``meta.json`` last."""
-    entry = ensure_dir(entry_dir(key))
-    lib = entry / "lib.so"
-    atomic_write(entry / f"source.{ext}", source.encode())
-    digest, size = sha256_file(built_lib), built_lib.stat().st_size
-    os.chmod(built_lib, 0o600)
-    os.replace(built_lib, lib)
-    record = {**meta, "key": key, "sha256": digest, "size": size, "time": time.time()}
-    atomic_write(entry / "meta.json", json.dumps(record, indent=1).encode())
+def publish(
+    key: str, library: bytes, source: str, ext: str, meta: Mapping[str, Any]
+) -> Path | None:
+    """Publish a built library and its source; the library's path in the cache, or
+    None when the cache cannot be written (the caller loads its own copy)."""
+    files = {LIBRARY: library, f"source.{ext}": source.encode()}
+    entry = publish_entry(SECTION, key, files, meta)
+    if entry is None:
+        return None
     apply_size_cap()
-    return lib
+    return entry / LIBRARY
 
 
 def clear_cache(name: str | None = None) -> int:
     """Delete compiled native modules: every one, or those built for module ``name``.
 
     Numba handlers and other files of the cache root are kept (``polykernel cache
-    clear`` removes everything). Modules already loaded in a process keep working.
+    clear`` removes everything), and so is an entry another process is building.
+    Modules already loaded in a process keep working.
 
     Returns:
         The number of compiled modules removed.
@@ -149,6 +155,8 @@ def clear_cache(name: str | None = None) -> int:
         >>> clear_cache("no_such_module")
         0
     """
+    import json
+
     if name is not None and not isinstance(name, str):
         raise KernelTypeError(
             f"polykernel.clear_cache: name must be a module name (str) or None, got "
@@ -161,6 +169,8 @@ def clear_cache(name: str | None = None) -> int:
     for entry in native.iterdir():
         if entry.name in NOT_ENTRIES or entry.is_symlink() or not entry.is_dir():
             continue
+        if entry.name.startswith(".") or held_by_another(native, entry.name):
+            continue  # being published or built right now
         if name is not None:
             try:
                 built_for = json.loads((entry / "meta.json").read_text()).get("name")

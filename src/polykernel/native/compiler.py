@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import os
 import shlex
-import shutil
 import subprocess
 import time
 from collections.abc import Sequence
@@ -258,12 +257,6 @@ def _text(data: bytes | str | None) -> str:
     if data is None:
         return ""
     return data if isinstance(data, str) else data.decode("utf-8", "replace")
-
-
-def keep_failed(build_dir: Path, failed_dir: Path) -> None:
-    """Move a failed build's directory to ``failed_dir`` (replacing an older one)."""
-    shutil.rmtree(failed_dir, ignore_errors=True)
-    os.replace(build_dir, failed_dir)
 
 
 def classify_failure(err: CompilationError) -> CompilationError:

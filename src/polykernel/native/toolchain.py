@@ -125,11 +125,15 @@ def _record(compiler: str, store: Path | None) -> dict:
         except (OSError, ValueError, KeyError, TypeError):
             pass  # unreadable or stale record: probe again and overwrite it
     record = _probe(compiler)
-    if record_path is not None:
-        from .cache import atomic_write, ensure_dir
+    if record_path is not None:  # a speed-up: a cache that cannot take it is no error
+        from ..cache_store import atomic_write, cache_problem, describe, ensure_dir
+        from ..errors import CacheError
 
-        ensure_dir(record_path.parent)
-        atomic_write(record_path, json.dumps(record).encode())
+        try:
+            ensure_dir(record_path.parent)
+            atomic_write(record_path, json.dumps(record).encode())
+        except (OSError, CacheError) as err:
+            cache_problem(describe(err), "cannot keep the compiler's probe")
     return record
 
 

@@ -27,6 +27,7 @@ import os
 import threading
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..._version import __version__
@@ -148,9 +149,9 @@ def load(request: LoadRequest) -> NativeModule:
         module = _modules.get((request.name, job.key))
         fresh = module is None
         if fresh or request.keywords.force_rebuild:
-            lib, built = build.fetch_or_build(job, classify_failure)
+            fetched = build.fetch_or_build(job, _dlopen, classify_failure)
         if fresh:
-            module = _register(request, job.key, str(lib), built, specs)
+            module = _register(request, job.key, fetched, specs)
             _modules[(request.name, job.key)] = module
         elif request.keywords.verbose:
             print(
@@ -167,10 +168,14 @@ def identity(key: str, function: str) -> str:
     return f"cuda_raw:{key}:{function}"
 
 
+def _dlopen(path: Path) -> ctypes.CDLL:
+    return ctypes.CDLL(str(path))
+
+
 def _register(
-    request: LoadRequest, key: str, lib: str, built: bool, specs: Sequence[Any]
+    request: LoadRequest, key: str, fetched: build.Fetched, specs: Sequence[Any]
 ) -> NativeModule:
-    handle = ctypes.CDLL(lib)
+    handle = fetched.handle
     platform = xla_platform(request.platform)
     functions = []
     for spec in specs:
@@ -193,8 +198,9 @@ def _register(
         )  # fmt: skip
         functions.append(function)
     return NativeModule(
-        request.name, request.platform, key, lib, built, functions, handle
-    )
+        request.name, request.platform, key, str(fetched.path), fetched.built,
+        functions, handle,
+    )  # fmt: skip
 
 
 def _publish(module: NativeModule, request: LoadRequest, fresh: bool) -> None:

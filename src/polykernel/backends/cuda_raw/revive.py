@@ -13,11 +13,14 @@ first build of a name in a process owns it), so it cannot be found this way.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import re
 from pathlib import Path
 
+from ... import config
+from ...cache_store import readonly_roots
 from ...ffi import targets
 from ...native import cache
 from ...platforms import xla_platform
@@ -33,10 +36,13 @@ TARGET_PATTERN = re.compile(
 
 
 def _entries(prefix: str) -> list[Path]:
-    root = cache.native_root()
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.glob(f"{prefix}*") if p.is_dir())
+    """Entries whose key starts with ``prefix``: read-only tiers first."""
+    found = []
+    for root in [*readonly_roots(), config.cache_root()]:
+        section = root / cache.SECTION
+        with contextlib.suppress(OSError):
+            found += sorted(p for p in section.glob(f"{prefix}*") if p.is_dir())
+    return found
 
 
 def _platform_of(entry: Path, meta: dict) -> str:
@@ -72,7 +78,7 @@ def load_cached_target(target: str) -> str | None:
             continue
         if meta.get("name") != match["name"] or not isinstance(meta.get("key"), str):
             continue
-        lib = cache.lookup(meta["key"])  # checks size, checksum and permissions
+        lib = cache.lookup(meta["key"])  # verifies key, sizes, checksums
         if lib is None:
             continue
         platform = _platform_of(entry, meta)

@@ -56,7 +56,9 @@ class Handler:
     target: str
     address: int
     library: Any
-    origin: str  # "disk" (cache hit), "built" (and cached), "uncached"
+    # "disk" (cache hit), "built" (and cached), "unpublished" (the cache could not
+    # be written), "uncached" (its code depends on this process)
+    origin: str
     label: str = ""
     # No content fingerprint: the target name holds a per-process token.
     process_local: bool = False
@@ -210,6 +212,12 @@ def _register(handler: Handler) -> None:
             "hash, e.g. a numba.cfunc object), so its name is valid in this process "
             "only"
         )
+    elif handler.origin == "unpublished":
+        note = (
+            "the cache could not be written when it was built (see the "
+            "CacheWarning): another process must define the kernel before "
+            "load_exported"
+        )
     elif handler.origin == "uncached":
         note = (
             "its code depends on this process and is not in the disk cache (the "
@@ -308,6 +316,7 @@ def _build(context, target, sig, label, kernel, private, key) -> Handler:
         if not _resolvable(context, externals):
             raise RuntimeError(f"unresolved symbols {externals}")
         obj = emit_object(codegen, artifact)
+    origin = "uncached"
     if key is not None and artifact.self_contained:
         meta = {
             "entry": target,
@@ -316,7 +325,6 @@ def _build(context, target, sig, label, kernel, private, key) -> Handler:
             "externals": externals,
             "environments": artifact.environments,
         }
-        handler_cache.publish(key, obj, meta)
+        origin = "built" if handler_cache.publish(key, obj, meta) else "unpublished"
     library, address = load_object(codegen, target, obj, artifact.environments)
-    origin = "built" if key is not None and artifact.self_contained else "uncached"
     return Handler(target, address, (library, binding.cres.library), origin)

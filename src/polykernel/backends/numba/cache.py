@@ -3,9 +3,12 @@
 Layout under ``config.cache_root()`` (owner-only, see :mod:`polykernel.cache_store`)::
 
     numba/<key40>/handler.o     the self-contained handler object (ELF/Mach-O)
-    numba/<key40>/meta.json     sha256 + size of handler.o, entry symbol, the
-                                external symbols it needs, the key parts; last
+    numba/<key40>/meta.json     key, size and SHA-256 of handler.o, entry symbol,
+                                the external symbols it needs
     numba/locks/<key40>.lock    fcntl lock: N processes, one build
+
+Entries are stored, verified (read-only tiers first) and published atomically by
+:mod:`polykernel.cache_entries`; any fault is a miss.
 
 The key (:func:`cache_key`) is a SHA-256 over named parts, each logged at DEBUG
 (logger ``polykernel.backends.numba.cache``):
@@ -19,7 +22,6 @@ The key (:func:`cache_key`) is a SHA-256 over named parts, each logged at DEBUG
   settings that change generated code;
 - ``ffi``: the XLA FFI API version and every struct offset the handler uses.
 
-A corrupt or truncated entry (size or checksum differ) is a miss and is rebuilt.
 """
 
 from __future__ import annotations
@@ -29,28 +31,21 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import platform
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from ... import config
 from ...cache_admin import apply_size_cap
-from ...cache_store import (
-    atomic_write,
-    check_private_file,
-    compute_key,
-    ensure_dir,
-    entry_lock,
-)
+from ...cache_entries import META, publish_entry, read_entry
+from ...cache_store import compute_key, entry_lock
 
 __all__ = ["cache_key", "lock", "lookup", "numba_root", "publish"]
 
 log = logging.getLogger(__name__)
+SECTION = "numba"
 OBJECT = "handler.o"
-META = "meta.json"
 # Numba settings read while compiling that change the machine code.
 _NUMBA_SETTINGS = (
     "OPT", "LOOP_VECTORIZE", "SLP_VECTORIZE", "BOUNDSCHECK", "FASTMATH",
@@ -151,49 +146,22 @@ def cache_key(target: str, codegen: Any) -> str:
 
 
 def lookup(key: str) -> tuple[bytes, dict] | None:
-    """``(object bytes, meta)`` of a valid entry for ``key``, or None (a miss).
-
-    Raises:
-        CacheError: the entry is writable by others (never loaded).
-    """
-    entry = entry_dir(key)
-    try:
-        meta = json.loads((entry / META).read_text())
-    except FileNotFoundError:
+    """``(object bytes, meta)`` of a valid entry for ``key``, or None (a miss):
+    read-only tiers first, everything verified (:mod:`polykernel.cache_entries`)."""
+    found = read_entry(SECTION, key)
+    if found is None or OBJECT not in found.files:
         return None
-    except (OSError, ValueError):
-        log.warning("polykernel numba cache: unreadable %s; rebuilding", entry / META)
+    if not _well_formed(found.meta):  # hand-edited or written by something else
+        log.warning("polykernel numba cache: malformed %s; rebuilding",
+                    found.path / META)  # fmt: skip
         return None
-    if not _well_formed(meta):  # hand-edited or written by something else
-        log.warning("polykernel numba cache: malformed %s; rebuilding", entry / META)
-        return None
-    for directory in (config.cache_root(), numba_root(), entry):
-        config.ensure_private_dir(directory)  # refuses dirs others can write
-    path = entry / OBJECT
-    try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            data = fh.read()
-    except OSError:
-        data, st = b"", None
-    digest = hashlib.sha256(data).hexdigest()
-    if st is None or len(data) != meta.get("size") or digest != meta.get("sha256"):
-        log.warning(
-            "polykernel numba cache: %s is missing or corrupt; rebuilding", path
-        )
-        return None
-    check_private_file(path, st)
-    with contextlib.suppress(OSError):
-        os.utime(entry / META)  # last use, for prune()
-    return data, meta
+    return found.files[OBJECT], found.meta
 
 
 def _well_formed(meta: Any) -> bool:
     """The fields the loader reads exist with the right types."""
     return (
         isinstance(meta, dict)
-        and isinstance(meta.get("size"), int)
-        and isinstance(meta.get("sha256"), str)
         and isinstance(meta.get("entry"), str)
         and isinstance(meta.get("externals"), list)
         and all(isinstance(e, str) for e in meta["externals"])
@@ -202,21 +170,15 @@ def _well_formed(meta: Any) -> bool:
     )
 
 
-def lock(key: str):
-    """Context manager: the entry's cross-process build lock."""
+def lock(key: str) -> contextlib.AbstractContextManager[bool]:
+    """Context manager: the entry's cross-process build lock (never fails a build)."""
     return entry_lock(numba_root(), key)
 
 
-def publish(key: str, obj: bytes, meta: dict) -> None:
-    """Write the object, then ``meta.json`` last (both atomically); apply the cap."""
-    entry = ensure_dir(entry_dir(key))
-    atomic_write(entry / OBJECT, obj)
-    record = {
-        **meta,
-        "key": key,
-        "sha256": hashlib.sha256(obj).hexdigest(),
-        "size": len(obj),
-        "time": time.time(),
-    }
-    atomic_write(entry / META, json.dumps(record, indent=1).encode())
+def publish(key: str, obj: bytes, meta: dict) -> bool:
+    """Publish the object and its ``meta`` atomically; apply the size cap. False
+    when the cache cannot be written (the handler still runs from memory)."""
+    if publish_entry(SECTION, key, {OBJECT: obj}, meta) is None:
+        return False
     apply_size_cap()
+    return True

@@ -88,5 +88,5 @@ def read_note(target: str) -> tuple[str, str] | None:
     found = read_entry(SECTION, target)
     if found is None:
         return None
-    meta = found[1]
+    meta = found.meta
     return str(meta.get("module")), str(meta.get("qualname"))

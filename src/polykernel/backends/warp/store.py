@@ -122,7 +122,7 @@ def read(target: str) -> Saved | None:
     found = read_entry(SECTION, target)
     if found is None:
         return None
-    files, meta = found
+    files, meta = found.files, found.meta
     try:
         return Saved(files[OBJECT], meta)
     except (KeyError, TypeError, ValueError):
