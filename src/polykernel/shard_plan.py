@@ -85,12 +85,19 @@ def _accepted_dims(
 
     A factor takes the axes of its first sharded occurrence in the outputs (or, with
     a partition function, also the inputs), so every dimension of one factor is split
-    the same way. Factors that must be replicated get no axes; without a partition
-    function so do input-only factors: the default per-shard call would need a
-    reduction across shards that only a partition function can write.
+    the same way. Factors that must be replicated get no axes. Without a partition
+    function the default per-shard call only sees blocks, so a factor is split only
+    where that is exact: it must occur in an input *and* an output. An input-only
+    factor would need a reduction across shards, and an output-only factor its
+    block's offset, which only a partition function can write (``shard.in_offset``,
+    ``shard.out_offset``); both stay whole.
     """
     in_f, out_f = plan.in_factors, plan.out_factors
     need = set(plan.need_replication)
+    if plan.partition is None:
+        in_names = {n for names in in_f for n in names}
+        out_names = {n for names in out_f for n in names}
+        need |= in_names ^ out_names  # in only one side: never split by default
 
     def specs(shapes: Sequence[Any]) -> list[list[Axes]]:
         return [_dims(_spec_of(s.sharding), len(s.shape)) for s in shapes]
@@ -131,10 +138,11 @@ class ShardContext:
     """
 
     def __init__(
-        self, plan: ShardPlan, mesh: Any, in_dims, out_dims, local_outs
+        self, plan: ShardPlan, mesh: Any, in_dims, out_dims, local_outs, in_sizes=()
     ) -> None:
         self._plan = plan
         self._in_dims, self._out_dims = in_dims, out_dims
+        self._in_sizes = tuple(in_sizes)
         self.mesh = mesh
         self.in_specs = tuple(_spec(d) for d in in_dims)
         self.out_specs = tuple(_spec(d) for d in out_dims)
@@ -149,6 +157,16 @@ class ShardContext:
     def out_axes(self, index: int, dim: int = 0) -> Axes:
         """Mesh axes splitting dimension ``dim`` of output ``index``."""
         return self._out_dims[index][dim]
+
+    def in_offset(self, index: int, dim: int = 0) -> Any:
+        """Where this shard's block of input ``index`` starts along ``dim``: its
+        global index of the block's first element (a traced int32; 0 when whole)."""
+        return self.index(self.in_axes(index, dim)) * self._in_sizes[index][dim]
+
+    def out_offset(self, index: int, dim: int = 0) -> Any:
+        """Where this shard's block of output ``index`` starts along ``dim`` (its
+        global index), e.g. for a factor only the outputs carry."""
+        return self.index(self.out_axes(index, dim)) * self.outs[index].shape[dim]
 
     def count(self, axes: Axes) -> int:
         """How many blocks ``axes`` split a dimension into (1 for ``()``)."""
@@ -190,7 +208,10 @@ def run_partition(
         jax.ShapeDtypeStruct(_local_shape(o.shape, d, mesh), np.dtype(o.dtype))
         for o, d in zip(plan.outs, out_dims, strict=True)
     ]
-    shard = ShardContext(plan, mesh, in_dims, out_dims, local_outs)
+    in_sizes = [
+        _local_shape(a.shape, d, mesh) for a, d in zip(arg_shapes, in_dims, strict=True)
+    ]
+    shard = ShardContext(plan, mesh, in_dims, out_dims, local_outs, in_sizes)
     user = plan.partition
 
     def lower_fn(*blocks: Any) -> list[Any]:

@@ -80,6 +80,8 @@ class ShardingRule:
             ("output", out_f, out_ranks),
         ):
             _check_ranks(self.owner, text, kind, factors, ranks)
+        shapes = [tuple(getattr(a, "shape", ())) for a in ins] or [()] * len(in_f)
+        _check_sizes(self.owner, text, in_f, out_f, shapes, [o.shape for o in outs])
         present = {n for g in (*in_f, *out_f) for n in g}
         return text, in_f, out_f, tuple(f for f in need if f in present)
 
@@ -102,6 +104,28 @@ def _check_ranks(
             )
 
 
+def _check_sizes(
+    owner: str, text: str, in_f: Factors, out_f: Factors, in_shapes, out_shapes
+) -> None:
+    """Refuse a factor with two sizes: it would split operands that do not align."""
+    seen: dict[str, tuple[int, str]] = {}
+    operands = [("input", i, f, s) for i, (f, s) in enumerate(zip(in_f, in_shapes,
+                                                                   strict=True))]
+    operands += [("output", i, f, s) for i, (f, s) in enumerate(zip(out_f, out_shapes,
+                                                                     strict=True))]
+    for kind, i, names, shape in operands:
+        for dim, (name, size) in enumerate(zip(names, shape, strict=True)):
+            where = f"{kind} {i} dimension {dim}"
+            first = seen.setdefault(name, (int(size), where))
+            if first[0] != int(size):
+                raise KernelRegistrationError(
+                    f"XLACustomKernel '{owner}': sharding rule {text!r} gives factor "
+                    f"'{name}' size {first[0]} ({first[1]}) and size {size} "
+                    f"({where}); a factor names dimensions of one size. Give these "
+                    f"dimensions different factor names."
+                )
+
+
 def parse_rule(owner: str, text: Any) -> tuple[Factors, Factors]:
     """Split ``"i j, j -> i"`` into factor names per input and per output.
 
@@ -121,6 +145,15 @@ def parse_rule(owner: str, text: Any) -> tuple[Factors, Factors]:
     sides = []
     for side in text.split("->"):
         groups = tuple(tuple(g.split()) for g in side.split(","))
+        for group in groups:
+            twice = sorted({n for n in group if group.count(n) > 1})
+            if twice:
+                raise KernelRegistrationError(
+                    f"XLACustomKernel '{owner}': sharding rule {text!r} names factor "
+                    f"'{twice[0]}' twice in one operand ({' '.join(group)!r}); a "
+                    f"factor names one dimension of an operand. Give each dimension "
+                    f"its own factor."
+                )
         for name in (n for g in groups for n in g):
             if not _FACTOR.match(name):
                 raise KernelRegistrationError(
