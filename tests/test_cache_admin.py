@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from polykernel import cache_admin
-from polykernel.cache_store import entry_lock
+from polykernel.cache_locks import entry_lock
 from polykernel.errors import CacheError
 
 DAY = 86400.0

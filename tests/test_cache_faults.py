@@ -28,7 +28,12 @@ import pytest
 import polykernel as pk
 from polykernel import cache_admin
 from polykernel.backends.numba.build import loaded_handler
-from polykernel.cache_store import lock_path
+from polykernel.cache_locks import (
+    entry_lock,
+    held_by_another,
+    lock_path,
+    remove_free_lock,
+)
 from polykernel.native import cache
 from subprocess_support import last_json, run_python
 
@@ -187,6 +192,30 @@ def test_prune_and_clear_never_delete_an_entry_a_build_holds(fresh_cache):
     assert cache_admin.prune(max_bytes=0) > 0 and not entry.exists()
 
 
+def test_a_lock_file_removed_while_being_taken_is_taken_again(fresh_cache, monkeypatch):
+    # `clear` removes a free lock file between a builder's open() and flock(): the
+    # builder must not hold the removed file (another process, or clear itself,
+    # could take the new one and delete the entry it builds).
+    section, key = fresh_cache / "native", "a" * 40
+    path = lock_path(section, key)
+    real, locked = fcntl.flock, []
+
+    def flock_after_a_removal(fd, op):
+        if not locked and not op & fcntl.LOCK_UN:
+            path.unlink()  # what clear() does to a lock file nobody holds yet
+        locked.append(os.fstat(fd).st_ino)
+        return real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock_after_a_removal)
+    with entry_lock(section, key) as held:
+        assert held and len(locked) == 2  # the removed file, then the new one
+        assert locked[1] == path.stat().st_ino  # holds what the path names
+        monkeypatch.setattr(fcntl, "flock", real)
+        assert held_by_another(section, key)
+        assert not remove_free_lock(path)  # a held lock file stays
+    assert remove_free_lock(path) and not path.exists()
+
+
 def test_a_fresh_staging_folder_is_not_pruned(fresh_cache):
     staging = fresh_cache / "native" / (".staging-" + "a" * 40 + "-x")
     staging.mkdir(parents=True)
@@ -236,10 +265,12 @@ def test_an_admin_command_racing_builds_breaks_none(tmp_path, run_env, admin):
     )  # fmt: skip
     try:
         reports = _stress(env, processes=3, kernels=2)
+        survived = loop.poll() is None  # the admin command never failed either
     finally:
         loop.kill()
         loop.wait()
     assert all(r["ok"] for r in reports), [r["errors"] for r in reports]
+    assert survived, f"cache_admin.{admin} raised while builds ran"
 
 
 @pytest.mark.slow

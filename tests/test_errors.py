@@ -66,6 +66,8 @@ BUILTIN_OF = {
     pk.UnsupportedArchError: (RuntimeError, ValueError),
     pk.CUDANotInstalledError: (ImportError,),
     pk.KernelTypeError: (TypeError, AssertionError),
+    pk.UnsupportedDtypeError: (TypeError, ValueError, AssertionError),
+    pk.UnsupportedShapeError: (TypeError, ValueError, AssertionError),
     pk.KernelCallError: (TypeError,),
     pk.AttributeValueError: (TypeError, ValueError),
     pk.KernelLookupError: (KeyError,),

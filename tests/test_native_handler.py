@@ -212,7 +212,10 @@ def test_module_is_self_contained(mod):
         for line in dynamic.splitlines()
         if re.search(r"\bFUNC\s+GLOBAL\s+DEFAULT\s+\d+\b", line)
     }
-    assert exported == {f"polykernel_ffi_{f}" for f in FUNCTIONS} | {
+    forwarders = {
+        f"polykernel_{kind}_{f}" for f in FUNCTIONS for kind in ("public", "forward")
+    }  # the documented names' forwarding handlers and their setters
+    assert exported == {f"polykernel_ffi_{f}" for f in FUNCTIONS} | forwarders | {
         "refuses_handshake"
     }
     assert "libstdc++" not in dynamic  # the C++ runtime is linked in, hidden

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import jax
@@ -9,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import polykernel as pk
 from polykernel import CompileOptions, load_cpp_file, load_cpp_inline
 from polykernel.errors import CompilationError, KernelCallError
 
@@ -245,18 +247,37 @@ def test_edited_source_reloads_under_same_name(tmp_path):
     first = load_cpp_file(path, ["bump"], name="edit_mod")
     np.testing.assert_allclose(first.bump(x, outs=spec((2,))), 1)
     path.write_text(template.replace("STEP", "2"))
-    with pytest.warns(
-        UserWarning,
-        match=r"'edit_mod.bump' was reloaded with different "
-        r"code.*keep running the first build",
-    ):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a reload is not worth a warning any more
         second = load_cpp_file(path, ["bump"], name="edit_mod")
     assert second.target("bump") != first.target("bump")
     np.testing.assert_allclose(jax.jit(lambda a: second.bump(a, outs=spec((2,))))(x), 2)
-    # Documented: the raw name keeps the first build; old module objects keep theirs.
-    raw = jax.ffi.ffi_call("edit_mod.bump", spec((2,)))(x)
-    np.testing.assert_allclose(raw, 1)
+    # The raw documented name forwards to the latest build, also in an executable
+    # compiled before the reload; each module object keeps its own build.
+    raw = jax.jit(lambda a: jax.ffi.ffi_call("edit_mod.bump", spec((2,)))(a))
+    np.testing.assert_allclose(raw(x), 2)
     np.testing.assert_allclose(first.bump(x, outs=spec((2,))), 1)
+    path.write_text(template.replace("STEP", "1"))
+    load_cpp_file(path, ["bump"], name="edit_mod")  # the first text, loaded again
+    np.testing.assert_allclose(raw(x), 1)  # same executable, latest load
+
+
+def test_a_documented_name_another_backend_owns_is_refused():
+    from polykernel.ffi import targets
+
+    src = "void taken(const pk::Tensor& x, pk::Tensor& y) {}"
+    mod = load_cpp_inline("owned_elsewhere", src, ["taken"], auto_register=False)
+    fn = mod.taken
+    targets.register("claimed_prefix.taken", fn.handler_address, platform="cpu",
+                     identity="user:claimed", backend="user", label="by hand",
+                     owner=mod)  # fmt: skip
+    with pytest.raises(
+        pk.KernelRegistrationError,
+        match=r"cannot publish 'claimed_prefix.taken': that FFI target is already "
+        r"registered by user \(by hand\).*target_prefix=.*auto_register=False",
+    ):
+        load_cpp_inline("owned_elsewhere", src, ["taken"],
+                        target_prefix="claimed_prefix")  # fmt: skip
 
 
 def test_options_change_the_key_and_bad_options_fail(mod):

@@ -190,12 +190,43 @@ def test_a_non_kernel_is_a_type_error_and_an_assertion_error(kernel, message):
          "output 3, but there are 1 outputs"),
         ({"launch_dims": 1, "shared_mem": -1}, r"shared_mem must be an int in \[0, "),
         ({"launch_dims": 1, "shared_mem": 1.5}, r"shared_mem must be an int in \[0, "),
+        ({"grid": 1, "block": 1, "vmap_method": "expand_dims"},
+         r"vmap_method='expand_dims' cannot be combined with an explicit grid/block, "
+         r"which is sized for one unbatched call\. Pass launch_dims=\.\.\. instead"),
     ],
 )  # fmt: skip
 def test_bad_options_are_value_errors(kwargs, message):
     with pytest.raises(KernelRegistrationError, match=message) as info:
         pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((1,), F32), **kwargs)
     assert isinstance(info.value, ValueError)
+
+
+def test_launch_configuration_errors_come_before_the_kernel_type_as_the_reference():
+    for kwargs in ({}, {"grid": 1, "block": 1, "vmap_method": "sequential"}):
+        with pytest.raises(KernelRegistrationError, match="numba_cuda_kernel '_plain'"):
+            pk.numba_cuda_kernel(_plain, jax.ShapeDtypeStruct((1,), F32), **kwargs)
+
+
+def test_bfloat16_is_refused_when_wrapping_and_at_call_as_value_and_type_error():
+    bf16 = jax.ShapeDtypeStruct((2,), jnp.bfloat16)
+    with pytest.raises(pk.UnsupportedDtypeError, match=r"numba_cuda_kernel 'add': "
+                       r"outs\[1\] is bfloat16, which Numba-CUDA kernels cannot take "
+                       r"\(Numba has no bfloat16 type\)\. Use float16 or float32"
+                       ) as info:  # fmt: skip
+        pk.numba_cuda_kernel(add, [jax.ShapeDtypeStruct((2,), F32), bf16],
+                             launch_dims=2)  # fmt: skip
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+    f = pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((2,), F32), launch_dims=2)
+    with pytest.raises(ValueError, match=r"'add': input 1 is bfloat16"):
+        f(_x(2), jnp.ones(2, jnp.bfloat16))
+
+
+def test_an_alias_naming_a_missing_input_is_refused_at_the_call_not_in_a_callback():
+    f = pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((2,), F32), launch_dims=2,
+                             input_output_aliases={5: 0})  # fmt: skip
+    with pytest.raises(KernelRegistrationError, match=r"'add': input_output_aliases "
+                       r"names input 5, but the call has 2 inputs \(indices 0 to 1\)"):
+        jax.jit(f)(_x(2), _x(2))
 
 
 def test_a_malformed_alias_mapping_is_a_type_error_like_every_wrapper():

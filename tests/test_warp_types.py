@@ -40,23 +40,43 @@ def test_jaxinfo_gives_an_array_type_of_matching_dtype_and_rank(shape):
 def test_jaxinfo_accepts_arrays_and_is_usable_as_a_kernel_annotation():
     t = pk.jaxinfo_to_warpinfo(np.zeros((3,), np.float64))
     assert t.dtype is wp.float64 and t.ndim == 1
-    assert pk.jaxinfo_to_warpinfo(np.float32(1.0)).ndim == 1  # 0-d: 1-element array
+    assert pk.jaxinfo_to_warpinfo(jax_info=np.zeros((2, 2), np.int8)).ndim == 2
+
+
+@pytest.mark.parametrize("zero_d", [jax.ShapeDtypeStruct((), jnp.float32),
+                                    np.float32(1.0)])  # fmt: skip
+def test_jaxinfo_refuses_0d_with_a_value_error_as_the_reference(zero_d):
+    with pytest.raises(ValueError, match=r"jaxinfo_to_warpinfo: jax_info has shape "
+                       r"\(\), but Warp arrays have 1 to 4 dimensions\. Pass a 0-d "
+                       r"value as a shape-\(1,\) array"):  # fmt: skip
+        pk.jaxinfo_to_warpinfo(zero_d)
+    with pytest.raises(pk.UnsupportedShapeError):  # also our TypeError
+        pk.jaxinfo_to_warpinfo(zero_d)
 
 
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.complex64, np.complex128])
-def test_a_dtype_warp_lacks_is_a_type_error_naming_it_and_the_supported(dtype):
+def test_a_dtype_warp_lacks_is_a_value_error_naming_it_and_the_supported(dtype):
     name = np.dtype(dtype).name
-    with pytest.raises(TypeError, match=f"Warp has no dtype {name}; Warp supports "
+    with pytest.raises(ValueError, match=f"Warp has no dtype {name}; Warp supports "
                        "bool, int8, uint8.*float16, float32, float64"):  # fmt: skip
+        pk.jaxtype_to_warptype(dtype)
+    with pytest.raises(TypeError, match=f"Warp has no dtype {name}"):  # as before
         pk.jaxtype_to_warptype(dtype)
     with pytest.raises(pk.KernelTypeError, match=f"Warp has no dtype {name}"):
         pk.jaxinfo_to_warpinfo(jax.ShapeDtypeStruct((2,), dtype))
 
 
-def test_jaxinfo_refuses_objects_without_shape_and_rank_above_four():
-    with pytest.raises(TypeError, match=r"expected an object with \.shape and \.dtype"):
-        pk.jaxinfo_to_warpinfo(3)
-    with pytest.raises(TypeError, match="at most 4 dimensions, got shape"):
+@pytest.mark.parametrize("bad", [3, np.float32, jnp.float32, "f4"])
+def test_jaxinfo_refuses_what_does_not_describe_an_array(bad):
+    with pytest.raises(pk.KernelTypeError, match=r"jaxinfo_to_warpinfo: jax_info must "
+                       r"describe an array \(an object with \.shape and \.dtype.*For a "
+                       r"dtype alone use jaxtype_to_warptype"):  # fmt: skip
+        pk.jaxinfo_to_warpinfo(bad)
+
+
+def test_jaxinfo_refuses_rank_above_four():
+    with pytest.raises(TypeError, match=r"has shape \(1, 1, 1, 1, 1\), but Warp arrays "
+                       r"have 1 to 4 dimensions\. Reshape"):  # fmt: skip
         pk.jaxinfo_to_warpinfo(jax.ShapeDtypeStruct((1,) * 5, jnp.float32))
 
 

@@ -60,9 +60,11 @@ from .errors import (
     ToolchainError as ToolchainError,
     UnknownBackendError as UnknownBackendError,
     UnsupportedArchError as UnsupportedArchError,
+    UnsupportedDtypeError as UnsupportedDtypeError,
     UnsupportedFeatureError as UnsupportedFeatureError,
     UnsupportedOperationError as UnsupportedOperationError,
     UnsupportedPlatformError as UnsupportedPlatformError,
+    UnsupportedShapeError as UnsupportedShapeError,
     UnsupportedTransformError as UnsupportedTransformError,
 )
 from .exporting import (

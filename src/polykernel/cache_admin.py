@@ -16,7 +16,6 @@ root: after each write the least recently used units go until it fits.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import shutil
@@ -26,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import config
-from .cache_store import KEY_CHARS, lock_path
+from .cache_locks import eviction_lock, remove_free_lock
+from .cache_store import KEY_CHARS
 from .errors import CacheError
 
 __all__ = [
@@ -79,12 +79,18 @@ def _walk_units(root: Path) -> list[_Unit]:
             continue
         section = here.parent.name if here.parent.parent == root else None
         if section is not None and here.name not in NOT_ENTRIES:
-            files = [p for p in here.rglob("*") if p.is_file()]
+            files = _files_under(here)
             dirnames.clear()
             units.append(_measure(files, [here], section, here))
         elif filenames:
             units.append(_measure([here / f for f in filenames], None, None))
     return units
+
+
+def _files_under(folder: Path) -> list[Path]:
+    """Every file below ``folder``; what vanishes meanwhile (a publication renaming
+    its staging folder, another admin command) is skipped, never an error."""
+    return [Path(d) / f for d, _dirs, files in os.walk(folder) for f in files]
 
 
 def _measure(files, dirs, section, entry=None) -> _Unit:
@@ -173,8 +179,9 @@ def clear() -> int:
         return 0
     freed = sum(unit.size for unit in _walk_units(root) if _evict(root, unit))
     _remove_free_locks(root)
-    for child in sorted(root.rglob("*"), key=lambda p: -len(p.parts)):
-        if child.is_dir() and not child.is_symlink():
+    folders = [Path(d) / n for d, names, _files in os.walk(root) for n in names]
+    for child in sorted(folders, key=lambda p: -len(p.parts)):
+        if not child.is_symlink():
             with contextlib.suppress(OSError):
                 child.rmdir()  # only empty folders go
     return freed
@@ -231,37 +238,17 @@ def _evict(root: Path, unit: _Unit) -> bool:
     staging = unit.entry.name.startswith(_STAGING)
     if staging and time.time() - unit.last_use < _STAGING_GRACE:
         return False  # a publication in progress (perhaps without a lock)
-    try:
-        fh = open(lock_path(root / unit.section, unit.lock_key), "rb")  # noqa: SIM115
-    except OSError:
-        fh = None  # no lock file: nobody builds it now
-    try:
-        if fh is not None:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return False
+    with eviction_lock(root / unit.section, unit.lock_key) as free:
+        if not free:
+            return False  # a build holds it
         shutil.rmtree(unit.entry, ignore_errors=True)
         return not unit.entry.exists()
-    finally:
-        if fh is not None:
-            fh.close()
 
 
 def _remove_free_locks(root: Path) -> None:
     """Remove the lock files no process holds."""
     for path in root.glob("*/locks/*.lock"):
-        try:
-            fh = open(path, "rb")  # noqa: SIM115 - closed below
-        except OSError:
-            continue
-        with fh:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                continue
-            with contextlib.suppress(OSError):
-                path.unlink()
+        remove_free_lock(path)
 
 
 def max_bytes_from_env() -> int | None:

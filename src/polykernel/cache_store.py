@@ -5,11 +5,6 @@
 - :func:`atomic_write`: temp file + ``os.replace``, so readers never see half a file;
 - :func:`compute_key`: SHA-256 over *named* parts, each part's digest logged at
   DEBUG so "why did this rebuild?" has an answer;
-- :func:`entry_lock`: an OS file lock per entry, so N processes build once — and
-  never a point of failure: where locks cannot be taken (a read-only or full
-  filesystem, a network filesystem without ``fcntl`` locks, or
-  ``POLYKERNEL_CACHE_LOCKING=0``) the build goes on unlocked, since publishing is
-  atomic anyway (:mod:`polykernel.cache_entries`);
 - :func:`readonly_roots`: the read-only shared tiers (``POLYKERNEL_CACHE_READONLY``);
 - :func:`cache_problem`: one :class:`~polykernel.errors.CacheWarning` per cause and
   process when the cache cannot be used (the operation then runs without it);
@@ -17,14 +12,13 @@
 
 Every section follows one layout that :mod:`polykernel.cache_admin` relies on:
 ``<root>/<section>/<key40>/`` holds an entry whose ``meta.json`` records its files,
-and ``<root>/<section>/locks/<key40>.lock`` is its lock.
+and ``<root>/<section>/locks/<key40>.lock`` is its lock (:mod:`polykernel.cache_locks`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import logging
 import os
@@ -32,14 +26,13 @@ import stat
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from . import config
 from .errors import CacheError, CacheWarning
 
 __all__ = [
-    "LOCKING_ENV",
     "READONLY_ENV",
     "SCHEMA",
     "atomic_write",
@@ -48,10 +41,6 @@ __all__ = [
     "compute_key",
     "describe",
     "ensure_dir",
-    "entry_lock",
-    "held_by_another",
-    "lock_path",
-    "locking_enabled",
     "readonly_roots",
     "sha256_file",
 ]
@@ -60,8 +49,6 @@ SCHEMA = "1"
 KEY_CHARS = 40  # entries are named by the first 40 hex digits of their key
 #: Read-only cache roots (``os.pathsep``-separated), looked up before the writable one.
 READONLY_ENV = "POLYKERNEL_CACHE_READONLY"
-#: ``0`` disables file locks (for filesystems whose ``fcntl`` locks do not work).
-LOCKING_ENV = "POLYKERNEL_CACHE_LOCKING"
 log = logging.getLogger(__name__)
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
@@ -121,11 +108,6 @@ def readonly_roots() -> list[Path]:
     return [Path(p).expanduser() for p in text.split(os.pathsep) if p.strip()]
 
 
-def locking_enabled() -> bool:
-    """False when ``$POLYKERNEL_CACHE_LOCKING`` is ``0`` (locks do not work there)."""
-    return os.environ.get(LOCKING_ENV, "1").strip().lower() not in ("0", "no", "off")
-
-
 def ensure_dir(path: Path) -> Path:
     """Create ``path`` and its parents below the cache root, each owner-only."""
     root = config.cache_root()
@@ -176,62 +158,6 @@ def compute_key(
 def sha256_file(path: Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
-def lock_path(section: Path, key: str) -> Path:
-    """``<section>/locks/<key40>.lock`` (not created)."""
-    return section / "locks" / f"{key[:KEY_CHARS]}.lock"
-
-
-@contextlib.contextmanager
-def entry_lock(section: Path, key: str) -> Iterator[bool]:
-    """Hold the exclusive OS lock of entry ``key`` of ``section`` (blocks while
-    another process holds it); yields whether a lock is held.
-
-    Never fails a build: with locking disabled, or a lock that cannot be created or
-    taken, it yields False (after one :func:`cache_problem` warning) and the caller
-    builds unlocked — publishing is atomic, so two builders cannot mix artefacts.
-    """
-    if not locking_enabled():
-        yield False
-        return
-    path = lock_path(section, key)
-    try:
-        ensure_dir(path.parent)
-        fh = open(path, "a+b")  # noqa: SIM115 - closed below
-    except (OSError, CacheError) as err:
-        cache_problem(describe(err), f"cannot create the build lock {path}")
-        yield False
-        return
-    try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        except OSError as err:
-            cache_problem(describe(err), f"cannot take the build lock {path}")
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    finally:
-        fh.close()
-
-
-def held_by_another(section: Path, key: str) -> bool:
-    """Whether another process (or thread) holds the lock of entry ``key`` now."""
-    path = lock_path(section, key)
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError:
-        return False  # no lock file: nobody builds it now
-    with fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-        return False
 
 
 def check_private_file(path: Path, st: os.stat_result) -> None:

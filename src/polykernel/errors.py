@@ -25,6 +25,8 @@ describes the failure, so ``except ValueError`` (or ``TypeError``, ``ImportError
     │   ├── KernelRegistrationError .............. ValueError
     │   │   └── UnsupportedPlatformError ......... + AssertionError
     │   ├── KernelTypeError ...................... TypeError, AssertionError
+    │   │   ├── UnsupportedDtypeError ............ + ValueError
+    │   │   └── UnsupportedShapeError ............ + ValueError
     │   ├── KernelCallError ...................... TypeError
     │   │   └── AttributeValueError .............. + ValueError
     │   ├── KernelLookupError .................... KeyError
@@ -78,9 +80,11 @@ __all__ = [
     "ToolchainError",
     "UnknownBackendError",
     "UnsupportedArchError",
+    "UnsupportedDtypeError",
     "UnsupportedFeatureError",
     "UnsupportedOperationError",
     "UnsupportedPlatformError",
+    "UnsupportedShapeError",
     "UnsupportedTransformError",
 ]
 
@@ -246,6 +250,16 @@ class KernelTypeError(KernelError, TypeError, AssertionError):
     type checks of ``def_kernel`` (and raises ``TypeError``); this class satisfies
     both ``except`` clauses.
     """
+
+
+class UnsupportedDtypeError(KernelTypeError, ValueError):
+    """A backend has no such dtype (Warp and bfloat16 or complex, Numba-CUDA and
+    bfloat16). A ``ValueError``, as the reference raises, and still a ``TypeError``."""
+
+
+class UnsupportedShapeError(KernelTypeError, ValueError):
+    """A backend cannot represent an array of this rank (a 0-d Warp array, a rank
+    above 4). A ``ValueError``, as the reference raises, and still a ``TypeError``."""
 
 
 class KernelCallError(KernelError, TypeError):

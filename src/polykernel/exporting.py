@@ -158,13 +158,48 @@ def _program_text(exported: Any, caller: str) -> str:
     try:
         return exported.mlir_module()
     except Exception as err:  # a StableHLO this JAX cannot read
-        version = getattr(exported, "calling_convention_version", "?")
+        theirs, ours = _stablehlo_versions(exported)
+        convention = getattr(exported, "calling_convention_version", "?")
+        if _newer(theirs, ours):
+            why = (
+                f"it was serialized as StableHLO {theirs} by a newer JAX, and this "
+                f"JAX ({jax.__version__}) reads StableHLO up to {ours}"
+            )
+            fix = f"run it with a JAX that reads StableHLO {theirs}, or export it "
+        else:
+            why = (
+                f"it names StableHLO {theirs} and this JAX ({jax.__version__}) reads "
+                f"StableHLO up to {ours}, so the artefact is damaged or was written "
+                f"by an incompatible JAX"
+            )
+            fix = "export it "
         raise KernelRegistrationError(
-            f"polykernel.{caller}: this JAX ({jax.__version__}) cannot read the "
-            f"exported program (calling convention version {version}): "
-            f"{type(err).__name__}: {err}. Export it again with this JAX version, "
-            f"or run it with the JAX version that exported it."
+            f"polykernel.{caller}: cannot read the exported program (calling "
+            f"convention {convention}): {why} ({type(err).__name__}: "
+            f"{str(err).strip()[:300]}). To fix, {fix}again with this JAX."
         ) from err
+
+
+def _newer(theirs: str, ours: str) -> bool:
+    """Whether version ``theirs`` is above ``ours`` (False when either is unknown)."""
+    try:
+        return tuple(map(int, theirs.split("."))) > tuple(map(int, ours.split(".")))
+    except ValueError:
+        return False
+
+
+def _stablehlo_versions(exported: Any) -> tuple[str, str]:
+    """(the artefact's StableHLO version, the newest this jaxlib reads)."""
+    blob = bytes(getattr(exported, "mlir_module_serialized", b"") or b"")
+    found = re.search(rb"StableHLO_v(\d+\.\d+\.\d+)", blob)
+    theirs = found.group(1).decode() if found else "of an unknown version"
+    try:
+        from jaxlib.mlir.dialects import stablehlo
+
+        ours = str(stablehlo.get_current_version())
+    except Exception:  # a jaxlib without the dialect's bindings
+        ours = "an unknown version"
+    return theirs, ours
 
 
 def exported_targets(exported: Any) -> list[str]:

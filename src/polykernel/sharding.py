@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _jax_compat as jc
-from .errors import KernelRegistrationError
+from .errors import KernelRegistrationError, KernelTypeError
 from .shard_plan import ShardPlan, run_partition
 
 __all__ = [
@@ -173,8 +173,17 @@ def batch_partitioning(owner: str, n_axes: Any, replicated_inputs: Any) -> Shard
             f"XLACustomKernel '{owner}'.def_batch_partitioning(): n_axes must be an "
             f"int >= 1 (got {n_axes!r})."
         )
+    if isinstance(replicated_inputs, str | bytes) or not hasattr(
+        replicated_inputs, "__iter__"
+    ):
+        raise KernelTypeError(
+            f"XLACustomKernel '{owner}'.def_batch_partitioning(): replicated_inputs "
+            f"must be a sequence of input indices, e.g. (1, 2) or () (got "
+            f"{type(replicated_inputs).__name__}: {replicated_inputs!r})."
+        )
     replicated = tuple(replicated_inputs)
-    if not all(isinstance(i, int) and i >= 0 for i in replicated):
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0
+               for i in replicated):  # fmt: skip
         raise KernelRegistrationError(
             f"XLACustomKernel '{owner}'.def_batch_partitioning(): replicated_inputs "
             f"must be input indices >= 0 (got {replicated_inputs!r})."

@@ -117,6 +117,9 @@ RESULT_FILES = [
         ValueError, r"ni.csv', line 2, field 'n': expected an integer"),
     bad("csv-short-row", _load("short.csv", _HEADER + "cpu,numba\n"),
         ValueError, r"short.csv', line 2: the row has fewer cells than the header"),
+    bad("csv-long-row", _load("long.csv", _HEADER + "cpu,numba,x,1,true,,2,extra,1\n"),
+        ValueError, r"long.csv', line 2: the row has 2 more cell\(s\) than the header "
+        r"\(\['extra', '1'\]\); a cell holding a comma must be quoted"),
     bad("pkl-garbage", _load("junk.pkl", b"not a pickle at all"),
         ValueError, r"junk.pkl' is not a readable pickle"),
     bad("pkl-other-object", _load("dict.pkl", pickle.dumps({"a": 1})),

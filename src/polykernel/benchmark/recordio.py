@@ -120,12 +120,22 @@ def _cell(where: str, name: str, kind: str, text: str) -> Any:
 def record_from_csv_row(row: Mapping[str, str | None], where: str) -> BenchmarkRecord:
     """Parse one CSV row (text cells) and build the record."""
     values: dict[str, Any] = {}
+    extra = row.get(None)  # type: ignore[call-overload]
+    if extra:  # a long row: csv.DictReader files the cells past the header under None
+        raise ValueError(
+            f"{where}: the row has {len(extra)} more cell(s) than the header "
+            f"({list(extra)[:3]}); a cell holding a comma must be quoted. Fix the "
+            f"row or write the file again with BenchmarkResult.save."
+        )
     failed = row.get("mean_ms") == FAILED_MARK
     for name, text in row.items():
         if name not in KINDS or (failed and name == "mean_ms"):
             continue
         if text is None:  # a short row: csv fills missing cells with None
-            raise ValueError(f"{where}: the row has fewer cells than the header.")
+            raise ValueError(
+                f"{where}: the row has fewer cells than the header. Fix the row or "
+                f"write the file again with BenchmarkResult.save."
+            )
         values[name] = _cell(where, name, KINDS[name], text)
     if failed:
         values.update(mean_ms=math.nan, success=False)

@@ -99,7 +99,8 @@ def check_alias_inputs(where: str, aliases: Mapping[int, int], n_inputs: int) ->
         if not 0 <= i < n_inputs:
             raise KernelRegistrationError(
                 f"{where}: input_output_aliases names input {i}, but the call has "
-                f"{n_inputs} inputs."
+                f"{n_inputs} input{'' if n_inputs == 1 else 's'} (indices 0 to "
+                f"{n_inputs - 1}); fix the alias or pass the missing input."
             )
 
 

@@ -130,7 +130,17 @@ def fetch_or_build(
                 return hit
         built, published = _build(job, classify)
         path = published or built
-        return Fetched(path, True, load(path))
+        try:
+            handle = load(path)
+        except OSError:
+            if path == built:
+                raise
+            # Removed before loading: only possible unlocked (locks off or
+            # unusable, and an admin command racing): load our own copy.
+            path, handle = built, load(built)
+        if path != built and not job.build_directory:
+            shutil.rmtree(built.parent, ignore_errors=True)
+        return Fetched(path, True, handle)
 
 
 def _load_hit(job: BuildJob, load: Callable[[Path], Any]) -> Fetched | None:
@@ -176,8 +186,6 @@ def _build(
         raise (classify(err) if classify else err) from None
     meta = {**job.meta, "name": job.name, "command": command, "seconds": seconds}
     published = cache.publish(job.key, out.read_bytes(), job.source, job.ext, meta)
-    if published is not None and not job.build_directory:
-        shutil.rmtree(build_dir, ignore_errors=True)
     return out, published
 
 

@@ -33,11 +33,8 @@ from typing import Any
 from .. import config
 from ..cache_admin import NOT_ENTRIES, apply_size_cap, clear, info, prune
 from ..cache_entries import Entry, publish_entry, read_entry
-from ..cache_store import (
-    compute_key as _compute_key,
-    entry_lock,
-    held_by_another,
-)
+from ..cache_locks import entry_lock, held_by_another
+from ..cache_store import compute_key as _compute_key
 from ..errors import KernelTypeError
 
 __all__ = [

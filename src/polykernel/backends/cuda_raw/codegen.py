@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .argspec import ATTR_TYPES, BUFFER_DTYPES, FunctionSpec, Param
 
-__all__ = ["handler_symbol", "render_source"]
+__all__ = ["forwarder_symbols", "handler_symbol", "render_source"]
 
 _TRAIT_COMMAND_BUFFER = "XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE"
 _EXPORT = '__attribute__((visibility("default")))'
@@ -27,6 +27,18 @@ _EXPORT = '__attribute__((visibility("default")))'
 def handler_symbol(function: str) -> str:
     """The exported C symbol of a function's FFI handler."""
     return f"polykernel_ffi_{function}"
+
+
+def forwarder_symbols(function: str) -> tuple[str, str]:
+    """The exported C symbols of a function's forwarder: ``(handler, setter)``.
+
+    The forwarding handler is what the documented name ``"<prefix>.<function>"`` is
+    registered with: it calls whatever handler the setter last stored (at first the
+    function's own). A reload with edited source re-points it, so a raw
+    ``jax.ffi.ffi_call("<prefix>.<function>")`` always runs the latest build, while
+    XLA keeps the one address it was given.
+    """
+    return f"polykernel_public_{function}", f"polykernel_forward_{function}"
 
 
 def render_source(
@@ -52,7 +64,9 @@ def render_source(
     """
     ext = "cu" if platform == "cuda" else "cpp"
     traits = _TRAIT_COMMAND_BUFFER if platform == "cuda" and allow_cuda_graph else "0u"
-    wrappers = "\n".join(_handler(module, spec, traits) for spec in specs)
+    wrappers = "\n".join(
+        _handler(module, spec, traits) + _forwarder(spec.name) for spec in specs
+    )
     full = (
         '#include "polykernel.h"\n'
         f"#line 1 {_c_string(filename or f'{module}.{ext}')}\n"
@@ -139,6 +153,22 @@ extern "C" {_EXPORT} XLA_FFI_Error* {handler_symbol(fname)}(XLA_FFI_CallFrame* f
     return ffi::exception_error(frame, kWhere);
   }}
   return nullptr;
+}}
+"""
+
+
+def _forwarder(fname: str) -> str:
+    """The forwarding handler and its setter (atomic: a running program may call the
+    handler while a reload re-points it; both builds stay loaded for the process)."""
+    public, setter = forwarder_symbols(fname)
+    slot = f"polykernel_slot_{fname}"
+    return f"""
+static XLA_FFI_Error* (*{slot})(XLA_FFI_CallFrame*) = &{handler_symbol(fname)};
+extern "C" {_EXPORT} XLA_FFI_Error* {public}(XLA_FFI_CallFrame* frame) {{
+  return __atomic_load_n(&{slot}, __ATOMIC_ACQUIRE)(frame);
+}}
+extern "C" {_EXPORT} void {setter}(XLA_FFI_Error* (*to)(XLA_FFI_CallFrame*)) {{
+  __atomic_store_n(&{slot}, to, __ATOMIC_RELEASE);
 }}
 """
 

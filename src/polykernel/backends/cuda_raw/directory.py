@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import KernelSourceNotFoundError, KernelTypeError
 from ...platforms import LoweringPlatform
-from .loader import load_source
+from .loader import load_source, read_source
 from .module import NativeModule
 
 __all__ = ["collect_sources", "load_cuda_dir"]
@@ -60,7 +60,7 @@ def collect_sources(
             f"load_cuda_dir: no file in '{root}' matches {list(patterns)}; add sources "
             "or pass file_patterns=[...]."
         )
-    return [(path, path.read_text(encoding="utf-8")) for path in seen]
+    return [(path, read_source("load_cuda_dir", path)) for path in seen]
 
 
 def load_cuda_dir(

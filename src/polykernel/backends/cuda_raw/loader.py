@@ -17,7 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import KernelSourceNotFoundError, KernelTypeError
+from ...errors import (
+    KernelRegistrationError,
+    KernelSourceNotFoundError,
+    KernelTypeError,
+)
 from ...native.compiler import CompileOptions
 from ...platforms import LoweringPlatform
 from .module import NativeModule
@@ -30,6 +34,7 @@ __all__ = [
     "load_cuda_file",
     "load_cuda_inline",
     "load_source",
+    "read_source",
 ]
 
 
@@ -65,9 +70,9 @@ def load_cpp_inline(
             copied into the cache); default a temporary directory.
         verbose: print the compiler command and its output (or the cache hit).
         force_rebuild: compile even if the cache holds this build.
-        replace: a reload with different code under this name is intended: no
-            warning (the raw target name still runs the first build, see
-            :mod:`polykernel.backends.cuda_raw.pipeline`).
+        replace: accepted for the reference's signature: a reload with different
+            code under this name always re-points ``"<target_prefix>.<function>"``
+            to the new build (see :mod:`polykernel.backends.cuda_raw.pipeline`).
         auto_register: register ``"<target_prefix>.<function>"`` for raw
             ``jax.ffi.ffi_call``; the module's own callables work either way.
         target_prefix: prefix of those names (default ``name``).
@@ -258,10 +263,26 @@ def _read(func: str, filepath: object) -> tuple[Path, str]:
             f"{type(filepath).__name__} {filepath!r}."
         )
     path = Path(filepath)
+    return path, read_source(func, path)
+
+
+def read_source(func: str, path: Path) -> str:
+    """The text of source file ``path``.
+
+    Raises:
+        KernelSourceNotFoundError: it cannot be read.
+        KernelRegistrationError: it is not UTF-8 text (a binary).
+    """
     try:
-        return path, path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as err:
         raise KernelSourceNotFoundError(
             f"{func}: cannot read source file '{path}': {err.strerror}; check the "
             "path (relative paths start at the current directory)."
         ) from err
+    except UnicodeDecodeError as err:
+        raise KernelRegistrationError(
+            f"{func}: filepath '{path}' is not UTF-8 text (byte "
+            f"{err.object[err.start]:#04x} at offset {err.start}); pass a C++/CUDA "
+            f"source file, not a binary."
+        ) from None

@@ -186,6 +186,10 @@ class NativeModule(CompiledModule):
     def __dir__(self) -> list[str]:
         return [*super().__dir__(), *self.functions]
 
+    def library_symbol(self, symbol: str) -> Any:
+        """The ctypes function ``symbol`` of this build's library."""
+        return getattr(self._handle, symbol)
+
     def target(self, function: str) -> str:
         """The FFI target name this build's ``function`` is registered under."""
         return getattr(self, function).target

@@ -9,15 +9,16 @@ the one target registry (:mod:`polykernel.ffi.targets`).
 Target names and reloading: each build registers its functions under a
 content-versioned target ``"<name>.<function>.pk<key16>"``, which the module's
 callables always use. The documented name ``"<prefix>.<function>"`` (prefix:
-``target_prefix`` or the module name) is also registered, for the *first* build that
-claims it in the process. XLA cannot re-point a registered name, so after an edited
-source is reloaded under the same name:
-
-* ``mod.function(...)`` and generators that use the returned module run the new code;
-* programs that call ``jax.ffi.ffi_call("<name>.<function>", ...)`` by hand, and any
-  executable compiled before, keep running the first build (a ``UserWarning`` says
-  so once per reload, unless ``replace=True`` says the reload is intended). Use
-  ``mod.target("function")`` to get the current name.
+``target_prefix`` or the module name) is registered once per process, with a
+*forwarding* handler compiled into the first build that claims it (see
+:func:`~.codegen.forwarder_symbols`). XLA cannot re-point a registered name, but the
+forwarder can: every later load of the name (an edited source, or an earlier build
+loaded again) points it at that build's handler. So a raw
+``jax.ffi.ffi_call("<prefix>.<function>", ...)``, and an executable compiled before
+the reload that calls it, always run the build loaded last; ``mod.function(...)`` and
+``mod.target("function")`` stay bound to their own build. A documented name some
+other backend registered is refused (:class:`KernelRegistrationError`) rather than
+left running another kernel.
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..._version import __version__
-from ...errors import ToolchainError
+from ...errors import KernelRegistrationError, ToolchainError
 from ...ffi import abi, targets
 from ...native import build, cache
 from ...native.compiler import CompileOptions, build_command, classify_failure
@@ -44,7 +44,7 @@ from ...native.toolchain import (
 )
 from ...platforms import LoweringPlatform, xla_platform
 from .argspec import resolve_specs
-from .codegen import handler_symbol, render_source
+from .codegen import forwarder_symbols, handler_symbol, render_source
 from .module import NativeFunction, NativeModule
 from .request import LoadRequest
 
@@ -54,6 +54,8 @@ __all__ = ["BACKEND", "load", "loaded_modules"]
 BACKEND = "cuda_raw"
 _lock = threading.RLock()
 _modules: dict[tuple[str, str], NativeModule] = {}  # (name, key) -> module
+#: (documented name, XLA platform) -> [setter of its forwarder, identity it runs].
+_forwarders: dict[tuple[str, str], list[Any]] = {}
 
 
 def _includes_digest(paths: Sequence[str]) -> str:
@@ -204,36 +206,66 @@ def _register(
 
 
 def _publish(module: NativeModule, request: LoadRequest, fresh: bool) -> None:
-    """Register ``"<prefix>.<function>"`` for every function whose name is free."""
+    """Point ``"<prefix>.<function>"`` at this build, for every function.
+
+    The first load of a name registers the forwarder of its build; every load
+    re-points it (``fresh`` is unused: loading an earlier build again makes it the
+    latest too).
+
+    Raises:
+        KernelRegistrationError: the name belongs to a target another backend (or
+            a user, by hand) registered.
+    """
+    del fresh
     platform = xla_platform(module.platform)
     for fname, fn in module.functions.items():
         public = f"{request.prefix}.{fname}"
-        first = targets.lookup(public, platform)
-        if first is None:
-            targets.register(
-                public,
-                fn.handler_address,
-                platform=platform,
-                identity=identity(module.key, fname),
-                backend=BACKEND,
-                label=f"{module.name}.{fname}",
-                owner=module,
-                portable=False,
-                note="a documented name belongs to the first build loaded in a "
-                "process; export programs that call the module's functions",
-            )
-        elif first.identity != identity(module.key, fname) and fresh:
-            if request.keywords.replace:
-                continue
-            warnings.warn(
-                f"polykernel.native: '{public}' was reloaded with different code. "
-                f"mod.{fname}(...) runs the new build (target '{fn.target}'), but "
-                f"raw jax.ffi.ffi_call('{public}') and executables compiled earlier "
-                "keep running the first build; XLA cannot re-point a target name. "
-                "Pass replace=True to say the reload is intended.",
-                UserWarning,
-                stacklevel=4,
-            )
+        public_symbol, setter_symbol = forwarder_symbols(fname)
+        forwarder = _forwarders.get((public, platform))
+        if forwarder is None:
+            _claim(module, fname, public, platform, public_symbol, setter_symbol)
+        else:
+            forwarder[0](fn.handler_address)
+            forwarder[1] = identity(module.key, fname)
+
+
+def forwarded_identity(name: str, platform: str) -> str | None:
+    """The identity of the build documented name ``name`` runs now (None: ``name``
+    is not a documented name of a loaded module)."""
+    with _lock:
+        forwarder = _forwarders.get((name, xla_platform(platform)))
+        return None if forwarder is None else forwarder[1]
+
+
+def _claim(module, fname, public, platform, public_symbol, setter_symbol) -> None:
+    """Register ``public`` with this build's forwarder (first load of the name)."""
+    owner = targets.lookup(public, platform)
+    if owner is not None:
+        raise KernelRegistrationError(
+            f"polykernel.native: module '{module.name}' cannot publish '{public}': "
+            f"that FFI target is already registered by {owner.backend} "
+            f"({owner.label}), so a raw jax.ffi.ffi_call('{public}') would not run "
+            f"this module. Pass target_prefix='...' for another name, or "
+            f"auto_register=False and call mod.{fname}(...) (its own target is "
+            f"mod.target('{fname}'))."
+        )
+    forwarder = module.library_symbol(public_symbol)
+    address = ctypes.cast(forwarder, ctypes.c_void_p).value or 0
+    setter = module.library_symbol(setter_symbol)
+    setter.argtypes, setter.restype = [ctypes.c_void_p], None
+    targets.register(
+        public,
+        address,
+        platform=platform,
+        identity=f"cuda_raw:forwarder:{module.key}:{fname}",
+        backend=BACKEND,
+        label=f"{module.name}.{fname} (the latest build loaded)",
+        owner=module,
+        portable=False,
+        note="a documented name runs the build loaded last in a process; export "
+        "programs that call the module's functions",
+    )
+    _forwarders[(public, platform)] = [setter, identity(module.key, fname)]
 
 
 def loaded_modules() -> list[NativeModule]:

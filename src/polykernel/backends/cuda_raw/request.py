@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import KernelTypeError
+from ...errors import KernelRegistrationError, KernelTypeError
 from ...native.compiler import CompileOptions
 from ...platforms import LoweringPlatform
 from .argspec import check_module_name
@@ -153,6 +153,7 @@ class LoadRequest:
         """
         name = check_module_name(name)
         source = _join(func, platform, sources)
+        _check_build_directory(func, keywords.build_directory)
         given = {k: getattr(keywords, k) for k in _allowed(platform)}
         check_common(func, given)
         table = CUDA_KEYWORDS if platform == LoweringPlatform.CUDA else CPP_KEYWORDS
@@ -162,6 +163,17 @@ class LoadRequest:
             options = dataclasses.replace(options, include_paths=includes)
         where = None if path is None else str(path)
         return cls(func, platform, name, source, functions, options, keywords, where)
+
+
+def _check_build_directory(func: str, directory: object) -> None:
+    if directory is None or not isinstance(directory, str | os.PathLike):
+        return  # None, or a bad type that check_common reports
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise KernelRegistrationError(
+            f"{func}: build_directory '{path}' exists and is not a directory; pass a "
+            f"directory (it is created if missing) or None for a temporary one."
+        )
 
 
 def _join(func: str, platform: LoweringPlatform, sources: object) -> str:

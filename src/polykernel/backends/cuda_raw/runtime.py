@@ -17,7 +17,7 @@ from ...errors import KernelRegistrationError, KernelTypeError
 from ...ffi import targets
 from ...platforms import xla_platform
 from .compiled import CompiledModule
-from .pipeline import identity
+from .pipeline import forwarded_identity, identity
 
 __all__ = ["register_ffi_target"]
 
@@ -89,12 +89,24 @@ def register_ffi_target(
     xla = _platform(platform)
     handler = module.get_handler(func_name)
     address = ctypes.cast(handler, ctypes.c_void_p).value or 0
+    wanted = _identity(module, func_name, content_id)
+    action = "replace" if replace else "register"
+    current = forwarded_identity(target_name, xla)
+    if current is not None:  # a loaded module's documented name
+        if current == wanted:
+            return
+        raise KernelRegistrationError(
+            f"register_ffi_target: cannot {action} '{target_name}': it already names "
+            f"different content, the latest build of the native module that "
+            f"published it. Load that module again with the new source to point the "
+            f"name at it, or register under another name."
+        )
     try:
         targets.register(
             target_name,
             address,
             platform=xla,
-            identity=_identity(module, func_name, content_id),
+            identity=wanted,
             backend="user",
             label=f"{module.name}.{func_name}",
             owner=module,
@@ -102,7 +114,6 @@ def register_ffi_target(
             note="registered by hand with register_ffi_target",
         )
     except KernelRegistrationError as err:
-        action = "replace" if replace else "register"
         raise KernelRegistrationError(
             f"register_ffi_target: cannot {action} '{target_name}': {err}"
         ) from None

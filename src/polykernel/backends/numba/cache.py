@@ -39,7 +39,8 @@ from typing import Any
 from ... import config
 from ...cache_admin import apply_size_cap
 from ...cache_entries import META, publish_entry, read_entry
-from ...cache_store import compute_key, entry_lock
+from ...cache_locks import entry_lock
+from ...cache_store import compute_key
 
 __all__ = ["cache_key", "lock", "lookup", "numba_root", "publish"]
 

@@ -36,7 +36,7 @@ from ...contract.kernel import BackendKernel
 from ...contract.launch import launch_count, size_of
 from ...contract.outs import OutSpec
 from ...contract.scalars import Scalars
-from ...errors import KernelCallError
+from ...errors import KernelCallError, KernelRegistrationError, UnsupportedDtypeError
 from ...gpu.layout import BufferSpec
 from ...platforms import Platform
 from .array_abi import kernel_launch_spec
@@ -62,10 +62,22 @@ def buffer_specs(
                 f"{where}: input {i} must be an array, got {type(x).__name__}; pass "
                 f"scalars as 0-d arrays."
             )
-        specs.append(BufferSpec(np.dtype(x.dtype).name, tuple(x.shape)))
-    for o in outs:
-        specs.append(BufferSpec(np.dtype(o.dtype).name, tuple(o.shape)))
+        specs.append(BufferSpec(_dtype(where, f"input {i}", x.dtype), tuple(x.shape)))
+    for k, o in enumerate(outs):
+        specs.append(BufferSpec(_dtype(where, f"outs[{k}]", o.dtype), tuple(o.shape)))
     return specs
+
+
+def _dtype(where: str, what: str, dtype: Any) -> str:
+    """The dtype's name; bfloat16, which Numba cannot type, is refused."""
+    name = np.dtype(dtype).name
+    if name == "bfloat16":
+        raise UnsupportedDtypeError(
+            f"{where}: {what} is bfloat16, which Numba-CUDA kernels cannot take (Numba "
+            f"has no bfloat16 type). Use float16 or float32 (x.astype(jnp.float32)), "
+            f"or a backend with bfloat16 (Triton, Pallas, cuda_raw)."
+        )
+    return name
 
 
 class NumbaCudaKernel(BackendKernel):
@@ -87,6 +99,10 @@ class NumbaCudaKernel(BackendKernel):
         self.kernel = kernel
         self.grid, self.block = grid, block
         self.shared_mem = shared_mem
+        for k, o in enumerate(
+            self.out_specs
+        ):  # refused when wrapping, as the reference
+            _dtype(self.where, f"outs[{k}]", o.dtype)
 
     def launches_nothing(self, arrays: Sequence[Any], scalars: Scalars) -> bool:
         return size_of(self.grid) == 0 or size_of(self.block) == 0
@@ -171,7 +187,9 @@ def numba_cuda_kernel(
         vmap_method: As for ``jax.ffi.ffi_call``; ``expand_dims`` and
             ``broadcast_all`` launch the kernel once per batch element. ``None``
             (default) means ``"expand_dims"`` (``"broadcast_all"`` with aliases),
-            the default of every polykernel kernel wrapper.
+            the default of every polykernel kernel wrapper. Only with
+            ``launch_dims``: an explicit ``grid``/``block`` with a ``vmap_method``
+            is refused, as in the reference.
         input_output_aliases: ``{input index: output index}`` (in place).
 
     Returns:
@@ -179,7 +197,11 @@ def numba_cuda_kernel(
 
     Raises:
         ImportError: Numba's CUDA target is not installed (names the extra).
-        ValueError: neither ``(grid, block)`` nor ``launch_dims`` (or both) given.
+        ValueError: neither ``(grid, block)`` nor ``launch_dims`` (or both) given;
+            ``vmap_method`` given with ``grid``/``block``; a bfloat16 output (an
+            :class:`~polykernel.errors.UnsupportedDtypeError`, also a ``TypeError``).
+            Configuration errors are reported before the kernel's type, as the
+            reference does.
         TypeError: ``kernel`` is not a ``@cuda.jit`` kernel (also an
             ``AssertionError``, as the reference documents).
 
@@ -193,6 +215,13 @@ def numba_cuda_kernel(
     # The launch configuration is checked first, as the reference does.
     grid3, block3 = resolve_launch(grid, block, launch_dims, threads_per_block, where)
     shared = launch_count(where, "shared_mem", shared_mem)
+    if vmap_method is not None and launch_dims is None:
+        raise KernelRegistrationError(
+            f"{where}: vmap_method={vmap_method!r} cannot be combined with an explicit "
+            f"grid/block, which is sized for one unbatched call. Pass launch_dims=... "
+            f"instead of grid/block, or leave vmap_method unset (polykernel then "
+            f"launches the grid once per batch element)."
+        )
     check_kernel(kernel, "numba_cuda_kernel")
     return NumbaCudaKernel(kernel, outs, grid3, block3, vmap_method,
                            input_output_aliases, shared)  # fmt: skip

@@ -1,8 +1,9 @@
 """JAX dtypes and avals as Warp types: ``jaxtype_to_warptype``, ``jaxinfo_to_warpinfo``.
 
 Warp is imported on first use (never by ``import polykernel``); a missing Warp is
-an ``ImportError`` naming the pip extra, a dtype Warp lacks a ``TypeError`` naming
-the dtype and every dtype Warp has.
+an ``ImportError`` naming the pip extra, a dtype Warp lacks an
+:class:`~polykernel.errors.UnsupportedDtypeError` (a ``ValueError``, as the reference
+raises, and a ``TypeError``) naming the dtype and every dtype Warp has.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import BackendUnavailableError, KernelTypeError
+from ...errors import (
+    BackendUnavailableError,
+    KernelTypeError,
+    UnsupportedDtypeError,
+    UnsupportedShapeError,
+)
 
 __all__ = [
     "WARP_DTYPES",
@@ -78,11 +84,12 @@ def warp_dtype_name(dtype: Any, where: str = "jaxtype_to_warptype") -> str:
     """The Warp scalar type name for ``dtype`` (no Warp import).
 
     Raises:
-        KernelTypeError: (a ``TypeError``) Warp has no such dtype.
+        UnsupportedDtypeError: (a ``ValueError`` and a ``TypeError``) Warp has no
+            such dtype.
     """
     name = _dtype_name(dtype)
     if name not in WARP_DTYPES:
-        raise KernelTypeError(
+        raise UnsupportedDtypeError(
             f"{where}: Warp has no dtype {name}; Warp supports "
             f"{', '.join(WARP_DTYPES)}. Cast the array (e.g. x.astype(jnp.float32)) "
             f"before passing it to a Warp kernel."
@@ -95,8 +102,8 @@ def jaxtype_to_warptype(dtype: Any) -> Any:
 
     Raises:
         BackendUnavailableError: (an ``ImportError``) Warp is not installed.
-        KernelTypeError: (a ``TypeError``) Warp has no such dtype (bfloat16,
-            complex64, ...).
+        UnsupportedDtypeError: (a ``ValueError`` and a ``TypeError``) Warp has no
+            such dtype (bfloat16, complex64, ...).
 
     Example:
         >>> import jax.numpy as jnp
@@ -107,21 +114,25 @@ def jaxtype_to_warptype(dtype: Any) -> Any:
     return getattr(import_warp(), name)
 
 
-def jaxinfo_to_warpinfo(aval: Any) -> Any:
-    """A Warp array type matching ``aval``'s dtype and rank.
+def jaxinfo_to_warpinfo(jax_info: Any) -> Any:
+    """A Warp array type matching ``jax_info``'s dtype and rank.
 
     Args:
-        aval: anything with ``.shape`` and ``.dtype`` (``jax.ShapeDtypeStruct``, a
-            JAX or NumPy array, an abstract value).
+        jax_info: anything with ``.shape`` and ``.dtype`` (``jax.ShapeDtypeStruct``,
+            a JAX or NumPy array, an abstract value) of rank 1 to 4.
 
     Returns:
-        ``wp.array(dtype=..., ndim=len(aval.shape))``, usable as a kernel
+        ``wp.array(dtype=..., ndim=len(jax_info.shape))``, usable as a kernel
         annotation; its ``.dtype`` is the Warp scalar type.
 
     Raises:
         BackendUnavailableError: (an ``ImportError``) Warp is not installed.
-        KernelTypeError: (a ``TypeError``) ``aval`` has no shape/dtype, a rank
-            above 4, or a dtype Warp lacks.
+        KernelTypeError: (a ``TypeError``) ``jax_info`` has no shape/dtype (a dtype
+            such as ``np.float32`` is not an array description).
+        UnsupportedShapeError: (a ``ValueError`` and a ``TypeError``) a 0-d shape
+            (Warp arrays have at least one axis) or a rank above 4.
+        UnsupportedDtypeError: (a ``ValueError`` and a ``TypeError``) a dtype Warp
+            lacks.
 
     Example:
         >>> import jax, jax.numpy as jnp
@@ -130,16 +141,33 @@ def jaxinfo_to_warpinfo(aval: Any) -> Any:
         >>> t.ndim, t.dtype.__name__                          # doctest: +SKIP
         (2, 'int32')
     """
-    if not (hasattr(aval, "shape") and hasattr(aval, "dtype")):
-        raise KernelTypeError(
-            f"jaxinfo_to_warpinfo: expected an object with .shape and .dtype "
-            f"(e.g. jax.ShapeDtypeStruct), got {type(aval).__name__}: {aval!r}."
+    shape = _shape_of(jax_info)
+    if not 1 <= len(shape) <= 4:
+        raise UnsupportedShapeError(
+            f"jaxinfo_to_warpinfo: jax_info has shape {shape}, but Warp arrays have "
+            f"1 to 4 dimensions. "
+            + (
+                "Pass a 0-d value as a shape-(1,) array (x.reshape(1)) or as a "
+                "scalar kernel argument."
+                if not shape
+                else "Reshape the array to 4 or fewer axes."
+            )
         )
-    ndim = len(tuple(aval.shape))
-    if ndim > 4:
-        raise KernelTypeError(
-            f"jaxinfo_to_warpinfo: Warp arrays have at most 4 dimensions, got "
-            f"shape {tuple(aval.shape)}. Reshape the array to 4 or fewer axes."
-        )
-    scalar = jaxtype_to_warptype(aval.dtype)
-    return import_warp().array(dtype=scalar, ndim=max(ndim, 1))
+    scalar = jaxtype_to_warptype(jax_info.dtype)
+    return import_warp().array(dtype=scalar, ndim=len(shape))
+
+
+def _shape_of(jax_info: Any) -> tuple[int, ...]:
+    """``jax_info.shape`` as a tuple, or our error naming the argument."""
+    shape = None if isinstance(jax_info, type) else getattr(jax_info, "shape", None)
+    if shape is not None and hasattr(jax_info, "dtype"):
+        try:
+            return tuple(int(d) for d in shape)
+        except TypeError:
+            pass
+    raise KernelTypeError(
+        f"jaxinfo_to_warpinfo: jax_info must describe an array (an object with "
+        f".shape and .dtype, e.g. jax.ShapeDtypeStruct((n,), jnp.float32)), got "
+        f"{type(jax_info).__name__}: {jax_info!r}. For a dtype alone use "
+        f"jaxtype_to_warptype."
+    )
