@@ -284,6 +284,38 @@ def scenario_rule_rank_mismatch() -> dict:
     return {"error": None}
 
 
+def scenario_output_only_factor() -> dict:
+    """The issue-20 report: ``out[j] = sum(x) * (j + 1)``, rule ``"i -> j"``, output
+    sharded over 4 devices (each shard used to compute block 0)."""
+
+    def kernel(outs, **kw):
+        return lambda x: jnp.sum(x) * jnp.arange(1, N + 1, dtype=x.dtype)
+
+    def partition(shard, x, *, outs):  # the example of docs/sharding.md
+        total = jnp.sum(x)
+        if shard.in_axes(0, 0):  # x's block is split: add the partial sums
+            total = jax.lax.psum(total, shard.in_axes(0, 0))
+        j = shard.out_offset(0) + jnp.arange(shard.outs[0].shape[0])
+        return [total * (j + 1).astype(x.dtype)]
+
+    m = mesh("i")
+    x = jnp.arange(N, dtype=jnp.float32)
+    results = {}
+    for label, fn in (("whole", None), ("partition", partition)):
+        op = pk.XLACustomKernel(f"scen.output_only_{label}")
+        op.def_jax_raw_kernel(kernel)
+        op.def_sharding_rule("i -> j", fn)
+        for x_spec in (P(), P("i")):
+            f = jax.jit(lambda x, op=op: op(x, outs=SPEC),
+                        out_shardings=NamedSharding(m, P("i")))  # fmt: skip
+            y = f(jax.device_put(x, NamedSharding(m, x_spec)))
+            results[f"{label} x={x_spec}"] = {
+                "values": np.asarray(y).tolist(),
+                "out_spec": str(y.sharding.spec),
+            }
+    return results
+
+
 def main(names: list[str]) -> None:
     results = {}
     for name in names:

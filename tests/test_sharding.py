@@ -34,6 +34,7 @@ SCENARIOS = [
     "csr_transpose_rows",
     "bad_partition_result",
     "rule_rank_mismatch",
+    "output_only_factor",
 ]
 
 
@@ -252,3 +253,12 @@ def test_jax_raw_row_window_matches_the_rows_it_covers(transpose):
     block = dense[lo:hi]
     expected = block.T @ v if transpose else block @ v
     np.testing.assert_allclose(window, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_factor_only_the_output_carries_never_repeats_block_zero(four_devices):
+    want = [120.0 * (j + 1) for j in range(16)]  # not [120, 240, 360, 480] x 4
+    results = four_devices["output_only_factor"]
+    assert len(results) == 4
+    for case, result in results.items():
+        assert result["values"] == want, case
+        assert result["out_spec"] in ("P('i',)", "PartitionSpec('i',)"), case
