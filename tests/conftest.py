@@ -19,6 +19,9 @@ _RUN_DIR = tempfile.mkdtemp(prefix="polykernel-tests-")
 os.chmod(_RUN_DIR, 0o700)
 GPU_RUN = os.environ.get("POLYKERNEL_TEST_GPU") == "1"
 os.environ["JAX_PLATFORMS"] = "cpu,cuda" if GPU_RUN else "cpu"
+if GPU_RUN:
+    # pytest-xdist workers share one GPU: none may take 75% of its memory up front.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 os.environ["NUMBA_THREADING_LAYER"] = "omp"
 os.environ["POLYKERNEL_CACHE_DIR"] = os.path.join(_RUN_DIR, "polykernel-cache")
 os.environ["POLYKERNEL_CONFIG_DIR"] = os.path.join(_RUN_DIR, "polykernel-config")
@@ -26,6 +29,9 @@ os.environ["NUMBA_CACHE_DIR"] = os.path.join(_RUN_DIR, "numba-cache")
 os.environ["WARP_CACHE_PATH"] = os.path.join(_RUN_DIR, "warp-cache")
 os.environ["TRITON_CACHE_DIR"] = os.path.join(_RUN_DIR, "triton-cache")
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+# Tests launch tiny grids on purpose; Numba's low-occupancy hint would be an error
+# under filterwarnings=error (inside numba_cuda_callable's handler, too).
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
 import pytest  # noqa: E402
 

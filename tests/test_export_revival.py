@@ -28,6 +28,7 @@ def _child(*args: object, env: dict[str, str]) -> dict:
 def test_a_warp_program_runs_in_a_process_that_never_defined_the_kernel(
     tmp_path, run_env
 ):
+    pytest.importorskip("warp")
     exported = _child("warp", tmp_path, env=run_env)
     (target,) = [t for t in exported["targets"] if t.startswith("pk_warp_")]
     # Warp's own kernel cache of the new process is empty: only ours is used.
@@ -40,6 +41,7 @@ def test_a_warp_program_runs_in_a_process_that_never_defined_the_kernel(
 
 @pytest.mark.slow
 def test_without_the_cache_the_warp_target_is_refused_naming_it(tmp_path, run_env):
+    pytest.importorskip("warp")
     _child("warp", tmp_path, env=run_env)
     env = {**run_env, "POLYKERNEL_CACHE_DIR": str(tmp_path / "empty-cache")}
     loaded = _child("run", tmp_path, "warp", env=env)

@@ -11,6 +11,7 @@ by every process (each kernel built once across all of them).
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -33,8 +34,9 @@ def _free_port() -> int:
 
 
 def _env(run_env: dict, cache: Path, readonly: Path | None = None) -> dict:
-    env = {**run_env, "POLYKERNEL_CACHE_DIR": str(cache),
-           "PYTHONPATH": str(CHILD.parent)}  # fmt: skip
+    path = os.pathsep.join(filter(None, [str(CHILD.parent), run_env.get("PYTHONPATH")]))
+    env = {**run_env, "POLYKERNEL_CACHE_DIR": str(cache), "PYTHONPATH": path,
+           "JAX_PLATFORMS": "cpu"}  # fmt: skip  (CPU hosts, also where a GPU is)
     env.pop("XLA_FLAGS", None)  # the children set their device count themselves
     env.pop("POLYKERNEL_CACHE_READONLY", None)
     if readonly is not None:

@@ -324,13 +324,14 @@ def test_unsupported_architecture_is_an_unsupported_arch_error():
 @pytest.mark.gpu
 def test_reference_cuda_source_launches():
     _cuda("port_cuda_vadd_gpu")
-    a = jnp.ones(512, jnp.float32)
-    b = jnp.full(512, 2.0, jnp.float32)
+    gpu = jax.devices("gpu")[0]  # the raw form runs where its operands live
+    a = jnp.ones(512, jnp.float32, device=gpu)
+    b = jnp.full(512, 2.0, jnp.float32, device=gpu)
     out = jax.ffi.ffi_call(
         "port_cuda_vadd_gpu.vector_add", jax.ShapeDtypeStruct((512,), jnp.float32)
     )(a, b)
     np.testing.assert_allclose(np.asarray(out), np.full(512, 3.0), rtol=1e-6)
-    half = jnp.ones(256, jnp.float16)
+    half = jnp.ones(256, jnp.float16, device=gpu)
     out = jax.ffi.ffi_call(
         "port_cuda_vadd_gpu.half_add", jax.ShapeDtypeStruct((256,), jnp.float16)
     )(half, half)

@@ -247,3 +247,28 @@ def test_missing_numba_cuda_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba.cuda", None)
     with pytest.raises(ImportError, match=r"pip install 'polykernel\[numba-cuda\]'"):
         pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((1,), F32), launch_dims=1)
+
+
+def test_a_kernel_defined_in_a_function_runs_on_the_simulator():
+    # `numba.cuda` and the device function live in the kernel's closure, not in its
+    # module's globals: the simulator must see them there too.
+    def make(n):
+        from numba import cuda as local_cuda
+
+        @local_cuda.jit(device=True)
+        def twice(v):
+            return 2 * v
+
+        @local_cuda.jit
+        def strided(x, out):
+            i, step = local_cuda.grid(1), local_cuda.gridsize(1)
+            for k in range(2):
+                j = i + k * step
+                if j < out.size:
+                    out[j] = twice(x[j])
+
+        spec = jax.ShapeDtypeStruct((n,), jnp.float32)
+        return pk.numba_cuda_kernel(strided, spec, launch_dims=(n + 1) // 2)
+
+    x = jnp.arange(9, dtype=jnp.float32)
+    np.testing.assert_array_equal(make(9)(x), 2 * np.asarray(x))

@@ -266,3 +266,21 @@ def test_attribute_names_must_be_identifiers():
     f = numba_kernel(add, S((1,), jnp.float32))
     with pytest.raises(pk.KernelCallError, match="is not a valid Python identif"):
         f(jnp.ones(1), jnp.ones(1), **{"not-a-name": np.float32(1)})
+
+
+@numba.njit
+def axpy_in_place(x, y, out):
+    for i in range(out.size):
+        out[i] = 2 * x[i] + y[i]
+
+
+@pytest.mark.parametrize("vmap_method", ["expand_dims", "broadcast_all", "sequential"])
+def test_vmap_with_an_unbatched_aliased_input(vmap_method):
+    # XLA refuses an aliased operand with a size-one batch axis against an output
+    # with the batch: with aliases, expand_dims batches as broadcast_all.
+    n = 8
+    f = numba_kernel(axpy_in_place, S((n,), jnp.float32), vmap_method=vmap_method,
+                     input_output_aliases={1: 0})  # fmt: skip
+    xs = jnp.arange(3 * n, dtype=jnp.float32).reshape(3, n)
+    got = jax.jit(jax.vmap(f, in_axes=(0, None)))(xs, jnp.ones(n, jnp.float32))
+    np.testing.assert_array_equal(got, 2 * np.asarray(xs) + 1)

@@ -8,8 +8,6 @@ cubin or launched. The ``gpu`` tests launch it (on a machine with a GPU only).
 from __future__ import annotations
 
 import contextlib
-import statistics
-import time
 
 import jax
 import jax.numpy as jnp
@@ -122,18 +120,8 @@ def test_one_export_carries_cpu_interpret_and_cuda_triton():
     np.testing.assert_allclose(exported.call(x, x), 2 * np.asarray(x))
 
 
-def _median_s(fn, *args, runs=50):
-    fn(*args).block_until_ready()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn(*args).block_until_ready()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 @pytest.mark.gpu
-def test_launch_2_pow_24_floats_matches_jnp_add_at_its_bandwidth():
+def test_launch_2_pow_24_floats_matches_jnp_add():
     gpu = jax.devices("gpu")[0]
     op = make_add("test.pallas_gpu.launch")
     n = 1 << 24
@@ -141,14 +129,11 @@ def test_launch_2_pow_24_floats_matches_jnp_add_at_its_bandwidth():
     x, y = (
         jax.device_put(rng.standard_normal(n).astype(np.float32), gpu) for _ in "xy"
     )
-    ours = jax.jit(lambda a, b: add(op, a, b))
-    reference = jax.jit(jnp.add)
-    out = ours(x, y)
+    out = jax.jit(lambda a, b: add(op, a, b))(x, y)
     assert out.devices() == {gpu}
-    np.testing.assert_array_equal(np.asarray(out), np.asarray(reference(x, y)))
-    # Measured on an H100: 0.95x the bandwidth of jnp.add; keep it above 0.85x.
-    ratio = _median_s(reference, x, y) / _median_s(ours, x, y)
-    assert ratio >= 0.85, f"Pallas add at {ratio:.2f}x the bandwidth of jnp.add"
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x) + np.asarray(y))
+    # Its bandwidth (0.96x jnp.add on an H200) is benchmarks/bench_gpu.py's to
+    # measure: a timed assertion here would race the other tests for the GPU.
 
 
 @pytest.mark.gpu

@@ -7,6 +7,7 @@ Tested against the newest JAX for Python 3.11 (0.10.x) and for Python 3.12 (0.12
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -26,7 +27,7 @@ __all__ = [
     "aval_of",
     "bump_dispatch_epoch",
     "custom_partitioning",
-    "gpu_target_known",
+    "gpu_target_context",
     "has_jvp_rule",
     "has_transpose_rule",
     "instantiate_zeros",
@@ -283,13 +284,34 @@ def abstract_gpu_target(device_kind: str = "NVIDIA H100 80GB HBM3") -> Any:
     return jax.sharding.use_abstract_mesh(mesh)
 
 
-def gpu_target_known() -> bool:
-    """Whether a GPU lowering can learn its target GPU: one is visible to JAX, or
-    the current abstract mesh names an abstract GPU device."""
+def gpu_target_context(aot_device_kind: str) -> Any:
+    """What a GPU lowering needs around it to learn its target GPU.
+
+    Pallas' Triton lowering reads the target from the abstract device of the current
+    abstract mesh, else from JAX's *default* device. Nothing is needed when either is
+    a GPU. When a GPU is visible but is not the default device (``JAX_PLATFORMS=
+    cpu,cuda``, data put on the GPU), that GPU is made the default for the lowering;
+    with no GPU at all, the lowering targets the abstract ``aot_device_kind``.
+    """
     device = jax.sharding.get_abstract_mesh().abstract_device
     if device is not None and platform_of(device.platform) == Platform.GPU:
-        return True
+        return contextlib.nullcontext()
+    if platform_of(_default_device().platform) == Platform.GPU:
+        return contextlib.nullcontext()
     try:
-        return bool(jax.devices("gpu"))
+        gpus = jax.devices("gpu")
     except RuntimeError:
-        return False
+        gpus = []
+    if gpus:
+        return jax.default_device(gpus[0])
+    return abstract_gpu_target(aot_device_kind)
+
+
+def _default_device() -> Any:
+    """JAX's default device: the configured one, else the default backend's first."""
+    device = jax.config.jax_default_device
+    if device is None:
+        return jax.devices()[0]
+    if isinstance(device, str):
+        return jax.devices(device)[0]
+    return device

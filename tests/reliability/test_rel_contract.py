@@ -48,7 +48,7 @@ def _numba() -> Any:
 
 
 def _warp() -> Any:
-    import warp as wp
+    wp = pytest.importorskip("warp")
 
     wp.config.quiet = True
 
@@ -219,7 +219,7 @@ def _numba_cuda(**kw: Any) -> Any:
 
 
 def _warp_launch(**kw: Any) -> Any:
-    import warp as wp
+    wp = pytest.importorskip("warp")
 
     @wp.kernel
     def copy(x: wp.array(dtype=wp.float32), out: wp.array(dtype=wp.float32)):

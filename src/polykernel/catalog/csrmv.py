@@ -167,6 +167,8 @@ if has_numba_cuda():  # registered for gpu; numba.cuda imported on first use
     csrmv_p.def_numba_cuda_kernel(csrmv_generator)
 if has_triton():
     csrmv_p.def_triton_kernel(_triton_generator)
+# Registered last, so a GPU kernel stays the default: the GPU benchmarks' reference.
+csrmv_p.def_jax_raw_kernel(_jax_generator, platform="gpu")
 csrmv_p.def_tags("csr", "float", "mv")
 
 

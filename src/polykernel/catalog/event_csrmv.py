@@ -78,6 +78,8 @@ if has_numba():
     event_csrmv_p.def_numba_kernel(_numba_generator, asdefault=True)
 if has_cxx():
     event_csrmv_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+# Registered last, so a GPU kernel stays the default: the GPU benchmarks' reference.
+event_csrmv_p.def_jax_raw_kernel(_jax_generator, platform="gpu")
 event_csrmv_p.def_tags("csr", "binary", "event", "mv")
 
 

@@ -110,6 +110,8 @@ if has_cxx():
 if has_pallas():
     lif_step_p.def_pallas_kernel("cpu", _pallas_generator)
     lif_step_p.def_pallas_kernel("gpu", _pallas_generator)
+# Registered last, so a GPU kernel stays the default: the GPU benchmarks' reference.
+lif_step_p.def_jax_raw_kernel(_jax_generator, platform="gpu")
 lif_step_p.def_tags("neuron", "float")
 
 
@@ -151,6 +153,19 @@ def lif_step(
     )
 
 
+def _clear_of_threshold(v: np.ndarray, i_ext: np.ndarray) -> np.ndarray:
+    """``i_ext`` nudged so that no neuron lands within 1e-3 of the threshold.
+
+    A neuron that lands there spikes or not depending on the last bit of float32
+    rounding (an FMA on the GPU, none on the CPU): the benchmark's cross-backend
+    comparison would report a mismatch that is no bug. Defaults of :func:`lif_step`.
+    """
+    v64 = v.astype(np.float64)
+    candidate = v64 + 0.1 * (-(v64 + 70.0) * 0.05 + i_ext)
+    close = np.abs(candidate + 55.0) < 1e-3
+    return np.where(close, i_ext + np.float32(0.05), i_ext).astype(np.float32)
+
+
 def _benchmark_data(*, platform: str) -> list[Any]:
     from ..benchmark import BenchmarkConfig
 
@@ -158,7 +173,7 @@ def _benchmark_data(*, platform: str) -> list[Any]:
     configs = []
     for n in (5_000, 1_000_000):
         v = rng.uniform(-75.0, -50.0, n).astype(np.float32)
-        i_ext = rng.uniform(0.0, 5.0, n).astype(np.float32)
+        i_ext = _clear_of_threshold(v, rng.uniform(0.0, 5.0, n).astype(np.float32))
         configs.append(
             BenchmarkConfig(f"n={n}", (v, i_ext), {}, {"n": n}, work=(13.0 * n, "B"))
         )

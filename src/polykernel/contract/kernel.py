@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ..errors import KernelCallError, UnsupportedOperationError
+from ..errors import KernelCallError, KernelCompilationError, UnsupportedOperationError
 from ..platform_context import current_platform, gpu_visible, lowering_platform
 from ..platforms import Platform
 from .options import check_alias_inputs, check_aliases, resolve_vmap_method
@@ -204,10 +204,17 @@ class BackendKernel:
             def on(p: Platform) -> Callable[..., list[Any]]:
                 return lambda *xs: list(self.emit(p, xs, scalars, outs))
 
+            def on_gpu(*xs: Any) -> list[Any]:
+                from .unavailable import unavailable_path
+
+                try:
+                    return list(self.emit(Platform.GPU, xs, scalars, outs))
+                except KernelCompilationError as err:
+                    # A GPU path this process cannot build must not fail CPU calls.
+                    return unavailable_path(err, outs.structs)
+
             return list(
-                jax.lax.platform_dependent(
-                    *arrays, cpu=on(Platform.CPU), cuda=on(Platform.GPU)
-                )
+                jax.lax.platform_dependent(*arrays, cpu=on(Platform.CPU), cuda=on_gpu)
             )
         platform = Platform(platform or current_platform())
         if platform not in self.platforms:

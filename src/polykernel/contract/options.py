@@ -4,7 +4,9 @@ Every kernel wrapper takes the same two options and resolves them here:
 
 - ``vmap_method`` is one of :data:`VMAP_METHODS`; ``None`` means the default of every
   wrapper: ``"expand_dims"`` (one call sees the whole batch), or ``"broadcast_all"``
-  when outputs alias inputs (an aliased input must carry the batch too).
+  when outputs alias inputs (an aliased input must carry the batch too). For the same
+  reason ``"expand_dims"`` with aliases batches as ``"broadcast_all"``: XLA refuses
+  an aliased input that keeps a size-one batch axis while its output has the batch.
 - ``input_output_aliases`` is ``{input index: output index}`` of ints; an output index
   must exist (checked when the wrapper is made), an input index too (checked when it
   is called, once the inputs are known).
@@ -52,7 +54,7 @@ def resolve_vmap_method(
         raise KernelRegistrationError(
             f"{where}: vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}."
         )
-    if vmap_method is None:
+    if vmap_method is None or vmap_method == "expand_dims":
         return "broadcast_all" if aliases else "expand_dims"
     return vmap_method  # type: ignore[return-value]
 

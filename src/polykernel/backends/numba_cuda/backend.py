@@ -27,7 +27,8 @@ class NumbaCudaBackend(Backend):
         version = f"numba-cuda {_version('numba-cuda')}"
         if platform == Platform.CPU:
             return True, f"{version}; Numba's CUDA simulator (slow, for tests)"
-        nvvm = _version("nvidia-nvvm") or _version("nvidia-cuda-nvcc-cu12")
+        nvvm = (_version("nvidia-nvvm") or _version("nvidia-cuda-nvcc-cu12")
+                or _loaded_nvvm())  # fmt: skip
         compile_note = (
             f"PTX compiles here (NVVM {nvvm})"
             if nvvm
@@ -35,6 +36,16 @@ class NumbaCudaBackend(Backend):
         )
         gpu_note = "native launch" if gpu else "no GPU visible to JAX"
         return gpu and bool(nvvm), f"{version}; {gpu_note}; {compile_note}"
+
+
+def _loaded_nvvm() -> str | None:
+    """The NVVM version Numba-CUDA finds outside pip (a system CUDA toolkit)."""
+    try:
+        from numba.cuda.cudadrv import nvvm
+
+        return ".".join(map(str, nvvm.NVVM().get_version()))
+    except Exception:  # no NVVM, or Numba-CUDA cannot load it: not compilable
+        return None
 
 
 def _version(dist: str) -> str | None:

@@ -39,6 +39,7 @@ from ...platforms import Platform
 from .compiler import require_numba_cuda
 from .host_handler import DeviceBuffer, make_host_handler
 from .naming import TARGET_PATTERN, callable_target, save_note
+from .numpy_shim import apply_numpy_shim
 from .simulator import SimulatedCuda, simulated_globals
 
 __all__ = [
@@ -65,6 +66,10 @@ def run_on_gpu(fn: Callable[..., Any], ins: list[DeviceBuffer],
                outs: list[DeviceBuffer], stream: int) -> None:  # fmt: skip
     """Call ``fn`` with Numba device arrays over XLA's buffers, on XLA's stream."""
     from numba import cuda
+
+    # ``fn``'s launches compile kernels here, not through compile_kernel: the
+    # NumPy >= 2.5 shim must be in place before numba-cuda's first compilation.
+    apply_numpy_shim()
 
     def device_array(b: DeviceBuffer) -> Any:
         desc = {"shape": b.shape, "typestr": np.dtype(b.dtype).str,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import types
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -41,7 +42,42 @@ _lock = threading.RLock()
 def _fake(py_func: Callable[..., Any], device: bool, fastmath: bool = False) -> Any:
     from numba.cuda.simulator.kernel import FakeCUDAKernel
 
-    return FakeCUDAKernel(py_func, device=device, fastmath=fastmath)
+    return FakeCUDAKernel(_simulated_closure(py_func), device=device, fastmath=fastmath)
+
+
+def _simulated_closure(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, or a copy whose closure sees the simulator where ``fn``'s sees CUDA.
+
+    The simulator swaps names in a kernel's module globals only; a kernel defined in
+    a function (``from numba import cuda`` there, device functions beside it) finds
+    ``numba.cuda`` and real dispatchers in its closure cells instead.
+    """
+    if not getattr(fn, "__closure__", None):
+        return fn
+    from numba import cuda
+
+    cells, changed = [], False
+    for cell in fn.__closure__:
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            cells.append(cell)
+            continue
+        if value is cuda:
+            value = SimulatedCuda()
+        elif _is_dispatcher(value):
+            value = _fake(value.py_func, bool(value.targetoptions.get("device")))
+        else:
+            cells.append(cell)
+            continue
+        cells.append(types.CellType(value))
+        changed = True
+    if not changed:
+        return fn
+    clone = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__,
+                               fn.__defaults__, tuple(cells))  # fmt: skip
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    return clone
 
 
 class SimulatedCuda:

@@ -35,13 +35,14 @@ def lowering_context(platform: str) -> contextlib.AbstractContextManager[Any]:
     kernel. Pallas' Triton lowering asks JAX for the target GPU: with none visible,
     JAX 0.11+ fails where 0.10 assumed sm_90, so without a GPU (and without an
     abstract GPU in the current abstract mesh) the kernel is lowered for
-    :data:`AOT_GPU` (or ``lower_for_cuda``'s ``device_kind``). Set inside the rule,
+    :data:`AOT_GPU` (or ``lower_for_cuda``'s ``device_kind``); with a GPU that is not
+    JAX's default device, for that GPU. Set inside the rule,
     not around the whole program: JAX refuses an abstract mesh around programs
     whose primitives need devices to lower (sharded primitives do).
     """
-    if platform != Platform.GPU or jc.gpu_target_known():
+    if platform != Platform.GPU:
         return contextlib.nullcontext()
-    return jc.abstract_gpu_target(_aot_gpu.get())
+    return jc.gpu_target_context(_aot_gpu.get())
 
 
 def lower_for_cuda(
