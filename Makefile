@@ -1,6 +1,8 @@
 # Two entry points that work on a fresh machine (Python, gcc and nvcc only):
 #   make demo      - create the virtualenv, install polykernel, run the main job
 #   make test      - create the virtualenv, install polykernel with its test extras, run the tests
+#   make docs      - build the documentation site into site/ (mkdocs --strict; its tools,
+#                    pinned in docs/requirements.txt, in their own virtualenv .venv-docs)
 # and, for the support matrix and GPU machines:
 #   make test JAX=0.11   - the same on the newest JAX 0.11.x (in .venv-jax0.11, Python 3.12)
 #   make demo-gpu        - the demo on every platform JAX sees (GPU kernels too)
@@ -36,7 +38,7 @@ RUN_ENV := JAX_PLATFORMS=cpu NUMBA_THREADING_LAYER=omp TRITON_DEFAULT_FP_FUSION=
 	WARP_CACHE_PATH=$(RUN_DIR)/warp TRITON_CACHE_DIR=$(RUN_DIR)/triton \
 	POLYKERNEL_CONFIG_DIR=$(RUN_DIR)/config MPLBACKEND=Agg
 
-.PHONY: demo demo-gpu test test-gpu lint clean venv
+.PHONY: demo demo-gpu test test-gpu lint typecheck docs clean venv
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "no Python for JAX=$(JAX); pass PYTHON=..." >&2; exit 1; }
@@ -92,5 +94,32 @@ test-gpu: $(GPU_DEPS)
 lint: $(VENV)/.installed
 	$(PY) -m ruff check src tests examples benchmarks
 
+# pyright (basic mode, [tool.pyright] in pyproject.toml) on src/polykernel, against the
+# packages of this JAX line's virtualenv. The pinned wheel bundles pyright itself and
+# [nodejs] its runtime, both from PyPI: no npm registry needed.
+PYRIGHT := pyright[nodejs]==1.1.414
+typecheck: $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check "$(PYRIGHT)"
+	$(VENV)/bin/pyright --pythonpath $(PY)
+
+# The documentation site. Its tools need neither polykernel nor JAX: mkdocstrings reads
+# the docstrings by static analysis, and docs/hooks/results.py draws the measured
+# tables and plots of docs/choosing-a-backend.md from docs/data/. `--strict` turns
+# every warning (a broken link, a missing reference, a docstring griffe cannot parse)
+# into a failure.
+DOCS_PYTHON ?= python3
+DOCS_VENV ?= .venv-docs
+
+$(DOCS_VENV)/.installed: docs/requirements.txt
+	$(DOCS_PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install -qq --disable-pip-version-check --upgrade pip
+	$(DOCS_VENV)/bin/python -m pip install -qq --disable-pip-version-check \
+		-r docs/requirements.txt
+	touch $@
+
+docs: $(DOCS_VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 MPLBACKEND=Agg $(DOCS_VENV)/bin/python -m mkdocs build \
+		--strict --site-dir site
+
 clean:
-	rm -rf .venv .venv-jax* $(RUN_DIR) demo-output
+	rm -rf .venv .venv-jax* .venv-docs $(RUN_DIR) demo-output site

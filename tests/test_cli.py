@@ -277,3 +277,16 @@ def test_a_module_that_fails_while_importing_is_a_runtime_error(env, tmp_path):
     dep = pk(env, "list", "--no-catalog", "-m", "inner_missing")
     assert dep.returncode == 1  # the module exists; what it imports does not
     assert "No module named 'no_such_dependency_xyz'" in dep.stderr
+
+
+def test_python_dash_m_polykernel_is_the_command():
+    from polykernel import __version__
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "polykernel", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == __version__

@@ -27,7 +27,28 @@ def test_demo_prints_tables_and_writes_json_and_png(tmp_path, run_env):
     records = json.loads((out / "results.json").read_text())
     assert records
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    machine = json.loads((out / "machine.json").read_text())
+    assert machine["gpus"] == [] and machine["cores"] >= 1
     # One progress total for the whole run, counted up to its end.
     steps = [line.split()[0] for line in proc.stderr.splitlines() if line[:1] == "["]
     total = len(records["records"])
     assert steps == [f"[{i}/{total}]" for i in range(1, total + 1)]
+
+
+def test_machine_info_names_the_machine_and_versions():
+    from polykernel.demo import machine_info
+
+    info = machine_info()
+    assert set(info) == {"cpu", "cores", "os", "python", "versions", "gpus", "date"}
+    assert info["cpu"] and info["os"] and info["python"].count(".") == 2
+    assert set(info["versions"]) == {
+        "polykernel",
+        "jax",
+        "jaxlib",
+        "numpy",
+        "numba",
+        "scipy",
+    }
+    assert info["versions"]["jax"] and info["versions"]["numpy"]
+    assert info["gpus"] == []  # the suite runs with JAX_PLATFORMS=cpu
+    json.dumps(info)  # JSON-ready

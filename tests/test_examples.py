@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from subprocess_support import missing_optional
+
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
-#: Optional packages an example may import (``make test`` installs them all; a GPU
-#: machine without network may lack one, e.g. warp-lang).
-OPTIONAL = ("warp", "triton", "numba")
-
-
-def _missing_optional(script: Path) -> list[str]:
-    imported = set(re.findall(r"^(?:import|from) (\w+)", script.read_text(), re.M))
-    return [m for m in OPTIONAL if m in imported and not importlib.util.find_spec(m)]
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_runs(script: Path, run_env: dict[str, str]) -> None:
-    if missing := _missing_optional(script):
+    if missing := missing_optional(script.read_text()):
         pytest.skip(f"{script.name} needs {missing}, not installed here")
     proc = subprocess.run(
         [sys.executable, str(script)],

@@ -45,3 +45,21 @@ def test_import_is_free_of_optional_packages_and_disk_writes(tmp_path):
     assert "XLACustomKernel" in report["names"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]
     assert list(home.iterdir()) == []
+
+
+def test_all_lists_every_public_name_and_each_resolves():
+    import polykernel as pk
+    from polykernel import errors
+
+    # Every re-exported and lazy function or class is in __all__ (submodules and
+    # the helpers of __init__ itself, such as typing's names, are not).
+    ours = {
+        n
+        for n in pk.__dir__()
+        if not n.startswith("_")
+        and str(getattr(getattr(pk, n), "__module__", "")).startswith("polykernel")
+    }
+    assert ours <= set(pk.__all__)
+    assert set(errors.__all__) <= set(pk.__all__)
+    assert {"backends", "config", "testing"} <= set(pk.__all__)
+    assert all(getattr(pk, name) is not None for name in pk.__all__)

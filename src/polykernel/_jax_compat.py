@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 import jax
+import jax.core
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -26,6 +27,7 @@ __all__ = [
     "apply_primitive",
     "aval_of",
     "bump_dispatch_epoch",
+    "config_value",
     "custom_partitioning",
     "gpu_target_context",
     "has_jvp_rule",
@@ -141,9 +143,15 @@ def custom_partitioning(fun: Any) -> Any:
     return cp(fun)
 
 
+def config_value(name: str) -> Any:
+    """The current value of JAX option ``name`` (``jax.config.<name>``, which JAX
+    0.10's ``Config`` does not declare to a type checker)."""
+    return getattr(jax.config, name)
+
+
 def shardy_enabled() -> bool:
     """Whether programs are partitioned by Shardy (the default since JAX 0.7)."""
-    return bool(jax.config.jax_use_shardy_partitioner)
+    return bool(config_value("jax_use_shardy_partitioner"))
 
 
 def require_devices_during_lowering(prim: Primitive) -> None:
@@ -220,7 +228,9 @@ def linear_operand_positions(linear_fn: Any, example: Any, prim: Primitive) -> s
             if eqn.primitive is prim:
                 positions.update(hits)
             inner = eqn.params.get("jaxpr")
-            if isinstance(inner, core.ClosedJaxpr):
+            # JAX 0.12 re-exports it as `Jaxpr as ClosedJaxpr`, which a checker
+            # reads as private (JAX 0.10 exports ClosedJaxpr itself).
+            if isinstance(inner, core.ClosedJaxpr):  # pyright: ignore[reportPrivateImportUsage]
                 sub = {inner.jaxpr.invars[k] for k in hits}
                 out = walk(inner.jaxpr, sub)
                 pairs = zip(eqn.outvars, inner.jaxpr.outvars, strict=True)
@@ -309,7 +319,7 @@ def gpu_target_context(aot_device_kind: str) -> Any:
 
 def _default_device() -> Any:
     """JAX's default device: the configured one, else the default backend's first."""
-    device = jax.config.jax_default_device
+    device = config_value("jax_default_device")
     if device is None:
         return jax.devices()[0]
     if isinstance(device, str):

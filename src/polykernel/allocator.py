@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+from collections.abc import Callable
 
 __all__ = ["tune_allocator"]
 
@@ -79,7 +80,7 @@ def tune_allocator(
     return bool(ok_mmap and ok_trim)
 
 
-def _glibc_mallopt():  # type: ignore[no-untyped-def]
+def _glibc_mallopt() -> Callable[[int, int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:

@@ -235,6 +235,7 @@ def _evict(root: Path, unit: _Unit) -> bool:
             with contextlib.suppress(OSError):
                 p.unlink()
         return True
+    assert unit.section is not None  # entries have a section
     staging = unit.entry.name.startswith(_STAGING)
     if staging and time.time() - unit.last_use < _STAGING_GRACE:
         return False  # a publication in progress (perhaps without a lock)

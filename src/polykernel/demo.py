@@ -4,17 +4,24 @@ Run with ``python -m polykernel.demo [--output DIR] [--quick]``. For each primit
 :mod:`polykernel.catalog` it benchmarks every backend usable on this machine on the
 same data (outputs are compared across backends; a mismatch fails the demo), prints a
 comparison table, measures ``scipy.sparse`` on the same CSR matrices side by side, and
-writes ``results.json`` and ``results.png`` into the output directory.
+writes ``results.json`` and ``results.png`` into the output directory, with
+``machine.json`` beside them: what the numbers were measured on (:func:`machine_info`).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import json
+import os
+import platform as _platform
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ._version import __version__
 from .benchmark import (
     BenchmarkConfig,
     BenchmarkResult,
@@ -65,6 +72,56 @@ def _scipy_report(result: BenchmarkResult, scipy_rows: list[tuple[str, float]]) 
             f"scipy {scipy_ms:8.3f} ms   ratio {best.median_ms / scipy_ms:5.2f}x"
         )
     return "\n".join(lines)
+
+
+def _cpu_model() -> str:
+    """The CPU's model name from ``/proc/cpuinfo`` (Linux), else :mod:`platform`'s."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return _platform.processor() or _platform.machine()
+
+
+def machine_info() -> dict[str, Any]:
+    """Describe the machine a benchmark runs on, as a JSON-ready dict.
+
+    Returns:
+        ``cpu`` (model name), ``cores`` (logical CPUs), ``os``, ``python``,
+        ``versions`` (polykernel, jax, jaxlib, numpy, numba, scipy; None where not
+        installed), ``gpus`` (the names of the GPUs JAX sees; empty on a CPU run)
+        and ``date`` (UTC, ISO 8601).
+
+    Example:
+        >>> sorted(machine_info())
+        ['cores', 'cpu', 'date', 'gpus', 'os', 'python', 'versions']
+    """
+    import jax
+
+    def version(dist: str) -> str | None:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    dists = ("jax", "jaxlib", "numpy", "numba", "scipy")
+    try:
+        gpus = [d.device_kind for d in jax.devices("gpu")]
+    except RuntimeError:
+        gpus = []
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "os": f"{_platform.system()} {_platform.release()} ({_platform.machine()})",
+        "python": _platform.python_version(),
+        "versions": {"polykernel": __version__} | {d: version(d) for d in dists},
+        "gpus": gpus,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
 
 
 def _platforms() -> list[str]:
@@ -122,7 +179,9 @@ def run(output: Path, n_warmup: int, n_runs: int) -> int:
     output.mkdir(parents=True, exist_ok=True)
     json_path = combined.save(output / "results.json")
     png_path = combined.plot(output / "results.png", y="median_ms")
-    print(f"\nwrote {json_path} and {png_path}")
+    machine_path = output / "machine.json"
+    machine_path.write_text(json.dumps(machine_info(), indent=2) + "\n")
+    print(f"\nwrote {json_path}, {png_path} and {machine_path}")
     problems = combined.mismatches + combined.failures
     for problem in problems:
         print(f"PROBLEM: {problem}", file=sys.stderr)
@@ -130,6 +189,7 @@ def run(output: Path, n_warmup: int, n_runs: int) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    assert __doc__ is not None  # this module's docstring
     parser = argparse.ArgumentParser(
         prog="python -m polykernel.demo", description=__doc__.splitlines()[0]
     )
@@ -137,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--output",
         default="demo-output",
         type=Path,
-        help="directory for results.json and results.png",
+        help="directory for results.json, results.png and machine.json",
     )
     parser.add_argument(
         "--quick",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import backends
 from .errors import (
@@ -35,6 +35,12 @@ from .errors import (
 )
 from .ffi import targets
 
+if TYPE_CHECKING:
+    from jax.export import DisabledSafetyCheck, Exported
+    from jax.stages import Wrapped
+
+    from .types import ExportedLike
+
 __all__ = ["export", "exported_targets", "load_exported", "register_exported_targets"]
 
 _CUSTOM_CALL = re.compile(r'stablehlo\.custom_call\s+@(?:"([^"]+)"|([\w.$-]+))')
@@ -44,8 +50,8 @@ def export(
     fun: Callable[..., Any],
     *,
     platforms: Sequence[str] | None = None,
-    disabled_checks: Sequence[Any] = (),
-) -> Callable[..., Any]:
+    disabled_checks: Sequence[DisabledSafetyCheck] = (),
+) -> Callable[..., Exported]:
     """``jax.export.export`` that accepts polykernel's FFI targets.
 
     ``jax.export`` refuses custom calls without a compatibility guarantee unless
@@ -72,10 +78,11 @@ def export(
     """
     import jax
 
-    jitted = fun if hasattr(fun, "lower") else jax.jit(fun)
+    # a function with `.lower` is taken as already jitted (jax.jit's result)
+    jitted = cast("Wrapped", fun) if hasattr(fun, "lower") else jax.jit(fun)
     extra = list(disabled_checks)
 
-    def do_export(*args: Any, **kwargs: Any) -> Any:
+    def do_export(*args: Any, **kwargs: Any) -> Exported:
         for attempt in range(2):
             known = _polykernel_targets()
             allowed = [
@@ -96,7 +103,9 @@ def export(
     return do_export
 
 
-def _keep_checks_used(exported: Any, known: frozenset[str], extra: list) -> Any:
+def _keep_checks_used(
+    exported: Exported, known: frozenset[str], extra: list
+) -> Exported:
     """The artefact records its disabled checks: keep only the targets it calls,
     sorted, so it depends on neither set order nor what else the process built."""
     import dataclasses
@@ -130,7 +139,7 @@ def _polykernel_targets() -> frozenset[str]:
     return frozenset(targets.names())
 
 
-def _as_exported(exported: Any, caller: str = "load_exported") -> Any:
+def _as_exported(exported: object, caller: str = "load_exported") -> Exported:
     import jax
 
     if isinstance(exported, (bytes, bytearray, memoryview)):
@@ -202,7 +211,7 @@ def _stablehlo_versions(exported: Any) -> tuple[str, str]:
     return theirs, ours
 
 
-def exported_targets(exported: Any) -> list[str]:
+def exported_targets(exported: ExportedLike) -> list[str]:
     """Sorted names of every custom-call target an exported program calls.
 
     Args:
@@ -219,7 +228,7 @@ def exported_targets(exported: Any) -> list[str]:
     return sorted({a or b for a, b in _CUSTOM_CALL.findall(text)})
 
 
-def register_exported_targets(exported: Any) -> list[str]:
+def register_exported_targets(exported: ExportedLike) -> list[str]:
     """Register every polykernel target ``exported`` calls, from the caches.
 
     The kernels' Python code and sources are not needed: each target's backend
@@ -279,7 +288,7 @@ def _missing_error(missing: list[str]) -> KernelNotAvailableError:
     )
 
 
-def load_exported(blob: Any) -> Any:
+def load_exported(blob: ExportedLike) -> Exported:
     """Deserialise an exported program and register the polykernel targets it calls.
 
     The documented way to run, in a new process, a ``jax.export`` artefact that

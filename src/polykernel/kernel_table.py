@@ -137,7 +137,9 @@ class KernelTable:
             if preferred in per_platform:
                 return per_platform[preferred]
             self._warn_preference_ignored(platform, preferred)
-        return per_platform[self.default(platform)]
+        default = self.default(platform)
+        assert default is not None  # the first kernel of a platform is its default
+        return per_platform[default]
 
     def _warn_preference_ignored(self, platform: str, preferred: str) -> None:
         with self._lock:

@@ -78,7 +78,9 @@ def current_platform() -> str:
         return platform
     import jax
 
-    device = jax.config.jax_default_device or jax.devices()[0]
+    from ._jax_compat import config_value
+
+    device = config_value("jax_default_device") or jax.devices()[0]
     name = device if isinstance(device, str) else device.platform
     return platform_of(name) or name
 

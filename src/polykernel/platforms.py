@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, overload
 
 __all__ = [
     "PLATFORMS",
@@ -68,7 +68,7 @@ PlatformName = Literal["cpu", "gpu", "tpu"]
 
 #: Every platform a kernel can be registered for, in the public API's order (as the
 #: plain strings messages and JSON show).
-PLATFORMS: tuple[str, ...] = tuple(p.value for p in Platform)
+PLATFORMS: tuple[PlatformName, ...] = ("cpu", "gpu", "tpu")
 
 _LOWERINGS: dict[Platform, tuple[LoweringPlatform, ...]] = {
     Platform.CPU: (LoweringPlatform.CPU,),
@@ -102,6 +102,19 @@ def lowering_platforms(platform: str) -> tuple[LoweringPlatform, ...]:
     return _LOWERINGS[Platform(platform)]
 
 
+# The spellings each conversion always knows, for the checker's overloads below.
+_KnownPlatform = Literal["cpu", "host", "gpu", "cuda", "rocm", "tpu"]
+_KnownXla = Literal[
+    "cpu", "host", "gpu", "cuda", "rocm",
+    Platform.CPU, Platform.GPU,
+    LoweringPlatform.CPU, LoweringPlatform.CUDA, LoweringPlatform.ROCM,
+]  # fmt: skip
+
+
+@overload
+def platform_of(name: _KnownPlatform | Platform | LoweringPlatform) -> Platform: ...
+@overload
+def platform_of(name: str) -> Platform | None: ...
 def platform_of(name: str) -> Platform | None:
     """Our platform for any spelling: ours, JAX's (``cuda``), XLA's (``CUDA``).
 
@@ -110,6 +123,10 @@ def platform_of(name: str) -> Platform | None:
     return _OURS.get(name.lower()) if isinstance(name, str) else None
 
 
+@overload
+def xla_platform(name: _KnownXla | XlaPlatform) -> XlaPlatform: ...
+@overload
+def xla_platform(name: str) -> XlaPlatform | None: ...
 def xla_platform(name: str) -> XlaPlatform | None:
     """XLA's registration name for any spelling (``gpu``/``cuda`` -> ``CUDA``).
 

@@ -15,7 +15,7 @@ import threading
 
 from . import _jax_compat
 from .errors import BackendUnavailableError, KernelRegistrationError, KernelTypeError
-from .platforms import PLATFORMS
+from .platforms import PLATFORMS, PlatformName
 
 __all__ = [
     "clear_backends",
@@ -52,7 +52,7 @@ def _check_platform(where: str, platform: object) -> str:
     return platform
 
 
-def set_backend(platform: str, backend: str | None) -> None:
+def set_backend(platform: PlatformName, backend: str | None) -> None:
     """Prefer ``backend`` on ``platform`` for every primitive that registered it.
 
     Precedence when a call runs: the call's ``backend=`` argument, then this choice
@@ -167,12 +167,15 @@ def set_numba_parallel(parallel: bool = True, num_threads: int | None = None) ->
             )
         try:
             import numba
+            from numba.core import config as numba_config
         except ImportError as err:
             raise BackendUnavailableError(
                 "polykernel.set_numba_parallel(num_threads=...) needs Numba: "
                 'pip install "polykernel[numba]".'
             ) from err
-        limit = numba.config.NUMBA_NUM_THREADS
+        # Numba sets its settings at import time (globals().update), unseen by a
+        # type checker.
+        limit = numba_config.NUMBA_NUM_THREADS  # pyright: ignore[reportAttributeAccessIssue]
         if num_threads > limit:
             raise KernelRegistrationError(
                 f"polykernel.set_numba_parallel: num_threads must be at most {limit} "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -28,10 +28,9 @@ from .lowering import make_lowering_rule
 from .platforms import PLATFORMS, lowering_platforms
 from .primitive_catalog import CatalogMixin
 from .transforms import defjvp, general_batching_rule
+from .types import KernelGenerator, Outs, PlatformName
 
 __all__ = ["XLACustomKernel"]
-
-KernelGenerator = Callable[..., Callable[..., Any]]
 
 
 def _check_platform_type(
@@ -117,7 +116,7 @@ class XLACustomKernel(CatalogMixin):
 
     # -- calling -------------------------------------------------------------------
     def __call__(
-        self, *ins: Any, outs: Any, backend: str | None = None, **kwargs: Any
+        self, *ins: Any, outs: Outs, backend: str | None = None, **kwargs: Any
     ) -> Any:
         """Bind the primitive on ``ins``; return arrays shaped like ``outs``.
 
@@ -158,7 +157,11 @@ class XLACustomKernel(CatalogMixin):
 
     # -- kernel registration -------------------------------------------------------
     def def_kernel(
-        self, backend: str, platform: str, kg: KernelGenerator, asdefault: bool = False
+        self,
+        backend: str,
+        platform: PlatformName,
+        kg: KernelGenerator,
+        asdefault: bool = False,
     ) -> None:
         """Register kernel generator ``kg`` for ``backend`` on ``platform``.
 
@@ -219,7 +222,7 @@ class XLACustomKernel(CatalogMixin):
         self.def_kernel("triton", "gpu", kg, asdefault)
 
     def def_pallas_kernel(
-        self, platform: str, kg: KernelGenerator, asdefault: bool = False
+        self, platform: PlatformName, kg: KernelGenerator, asdefault: bool = False
     ) -> None:
         """Register a Pallas kernel generator for ``'gpu'``, ``'tpu'`` or ``'cpu'``.
 
@@ -253,7 +256,10 @@ class XLACustomKernel(CatalogMixin):
         self.def_kernel("pallas", platform, kg, asdefault)
 
     def def_cuda_raw_kernel(
-        self, kg: KernelGenerator, platform: str = "gpu", asdefault: bool = False
+        self,
+        kg: KernelGenerator,
+        platform: Literal["cpu", "gpu"] = "gpu",
+        asdefault: bool = False,
     ) -> None:
         """Register a raw C++ (``'cpu'``) or CUDA (``'gpu'``) kernel generator.
 
@@ -264,14 +270,17 @@ class XLACustomKernel(CatalogMixin):
         self.def_kernel("cuda_raw", platform, kg, asdefault)
 
     def def_jax_raw_kernel(
-        self, kg: KernelGenerator, platform: str | None = None, asdefault: bool = False
+        self,
+        kg: KernelGenerator,
+        platform: PlatformName | None = None,
+        asdefault: bool = False,
     ) -> None:
         """Register a pure-JAX reference kernel for one platform, or all if ``None``."""
-        for p in [platform] if platform is not None else list(PLATFORMS):
+        for p in (platform,) if platform is not None else PLATFORMS:
             self.def_kernel("jax_raw", p, kg, asdefault)
 
     # -- defaults ------------------------------------------------------------------
-    def set_default(self, platform: str, backend: str) -> None:
+    def set_default(self, platform: PlatformName, backend: str) -> None:
         """Make ``backend`` the default for ``platform`` (also for already-jitted code).
 
         Raises:

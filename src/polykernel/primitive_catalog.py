@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import KernelRegistrationError, KernelTypeError
+from .types import PlatformName
 
 __all__ = ["CatalogMixin"]
 
@@ -83,7 +84,7 @@ class CatalogMixin:
     def benchmark(
         self,
         *,
-        platform: str,
+        platform: PlatformName,
         n_warmup: int = 5,
         n_runs: int = 20,
         n_batch_per_run: int = 1,

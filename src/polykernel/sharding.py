@@ -41,6 +41,9 @@ __all__ = [
 ]
 
 Factors = tuple[tuple[str, ...], ...]
+#: A rule string, or ``rule(ins, outs, **params)`` giving one (or the string and
+#: more need-replication factors, as :func:`batch_rule`'s rules do).
+Rule = str | Callable[..., str | tuple[str, tuple[str, ...]]]
 _FACTOR = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 _RULES: weakref.WeakKeyDictionary[Any, ShardingRule] = weakref.WeakKeyDictionary()
 
@@ -59,7 +62,7 @@ class ShardingRule:
     """
 
     owner: str
-    rule: str | Callable[..., str]
+    rule: Rule
     partition: Callable[..., Any] | None = None
     need_replication: tuple[str, ...] = ()
 
@@ -192,7 +195,7 @@ def batch_partitioning(owner: str, n_axes: Any, replicated_inputs: Any) -> Shard
 
 
 def sharding_rule(
-    owner: str, rule: Any, partition: Any, need_replication: Any
+    owner: str, rule: Rule, partition: Any, need_replication: Any
 ) -> ShardingRule:
     """The rule of ``def_sharding_rule``, with its arguments checked."""
     if not callable(rule):
@@ -215,7 +218,9 @@ def sharding_rule(
     return ShardingRule(owner, rule, partition, names)
 
 
-def batch_rule(n_axes: int, replicated_inputs: Sequence[int]) -> Callable[..., Any]:
+def batch_rule(
+    n_axes: int, replicated_inputs: Sequence[int]
+) -> Callable[..., tuple[str, tuple[str, ...]]]:
     """A rule sharing the leading ``n_axes`` of every output and non-replicated input.
 
     Trailing dimensions (and replicated inputs) get factors of their own that need

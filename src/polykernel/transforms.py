@@ -77,15 +77,17 @@ def general_batching_rule(
             f"axes; pass one axis (or None) per operand."
         )
     batched = [i for i, ax in enumerate(axes) if ax is not None]
+    axis_of: dict[int, int] = {}
     for i in batched:
-        ndim = jnp.ndim(args[i])
-        if not isinstance(axes[i], int) or not -ndim <= axes[i] < max(ndim, 1):
+        ndim, ax = jnp.ndim(args[i]), axes[i]
+        if not isinstance(ax, int) or not -ndim <= ax < max(ndim, 1):
             raise KernelRegistrationError(
                 f"general_batching_rule: operand {i} has rank {ndim}, so its batch "
                 f"axis must be an int in [{-ndim}, {ndim}) or None (got "
                 f"{axes[i]!r})."
             )
-    batched_sizes = {jnp.shape(args[i])[axes[i]] for i in batched}
+        axis_of[i] = ax
+    batched_sizes = {jnp.shape(args[i])[axis_of[i]] for i in batched}
     if len(batched_sizes) > 1:
         raise KernelRegistrationError(
             f"general_batching_rule: batched operands disagree on the batch size "
@@ -96,8 +98,8 @@ def general_batching_rule(
         return outs, jax.tree.map(lambda _: None, outs)
     moved = list(args)
     for i in batched:
-        if axes[i] != 0:
-            moved[i] = jnp.moveaxis(args[i], axes[i], 0)
+        if axis_of[i] != 0:
+            moved[i] = jnp.moveaxis(args[i], axis_of[i], 0)
 
     def step(carry: None, slices: list[Any]) -> tuple[None, Any]:
         operands = list(moved)

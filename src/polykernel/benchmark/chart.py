@@ -52,8 +52,9 @@ def _points(rows: list[Row], x: str, y: str) -> list[Row]:
 
 def _positions(rows: list[Row], x: str) -> tuple[dict[Any, float], list[str] | None]:
     values = list(dict.fromkeys(r.values.get(x) for r in rows))
-    if all(is_known(v) for v in values):
-        return {v: float(v) for v in values}, None
+    known = [v for v in values if is_known(v)]
+    if len(known) == len(values):
+        return {v: float(v) for v in known}, None
     return {v: float(i) for i, v in enumerate(values)}, [str(v) for v in values]
 
 

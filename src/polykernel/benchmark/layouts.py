@@ -31,7 +31,8 @@ def _best_ids(rows: list[Row], group_of: Callable[[Row], tuple]) -> set[int]:
         if row.time is None:
             continue
         key = group_of(row)
-        if key not in best or row.time < best[key].time:
+        current = best.get(key)
+        if current is None or current.time is None or row.time < current.time:
             best[key] = row
     return {id(r) for r in best.values()}
 
@@ -49,8 +50,10 @@ def _speedups(rows, column, is_base, group_of, anchor_single=False) -> None:
         per_group.setdefault(group_of(r), r)
     for row in rows:
         base = anchor or per_group.get(group_of(row))
-        ok = base is not None and row.time
-        row.values[column] = base.time / row.time if ok else None
+        if base is not None and base.time is not None and row.time:
+            row.values[column] = base.time / row.time
+        else:
+            row.values[column] = None
 
 
 def _check_baseline(rows: list[Row], leaf: str, name: str, where: str) -> None:
@@ -115,11 +118,12 @@ def _flat(title, columns, rows, opts: PrintOptions) -> list[str]:
         columns = [*columns, f"vs_{opts.speedup_vs}"]
         base = lambda r: r.values.get("backend") == opts.speedup_vs  # noqa: E731
         _speedups(rows, columns[-1], base, _config_group(columns))
-    if opts.sort_by:
-        rows = sorted(rows, key=lambda r: _key(r, opts.sort_by))
+    sort_by, group_by = opts.sort_by, opts.group_by
+    if sort_by:
+        rows = sorted(rows, key=lambda r: _key(r, sort_by))
     marked: set[int] = set()
-    if opts.highlight_best and opts.group_by:
-        marked = _best_ids(rows, lambda r: _key(r, opts.group_by))
+    if opts.highlight_best and group_by:
+        marked = _best_ids(rows, lambda r: _key(r, group_by))
     return _render(title, columns, rows, marked)
 
 
@@ -151,6 +155,7 @@ def _compare(rows: list[Row], columns: list[str], opts: PrintOptions) -> None:
     compare_by = keep = opts.compare_by
     if isinstance(keep, str):
         keep = compile_filter(keep, columns, f"{opts.where}: compare_by")
+    assert keep is not None  # only called with compare_by
     chosen = {id(r) for r in rows if keep(dict(r.values))}
     if not chosen:
         raise ValueError(

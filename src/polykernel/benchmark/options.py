@@ -26,6 +26,9 @@ PRINT_KEYWORDS = (
 )
 _COLUMN_LISTS = ("sort_by", "group_by", "order_by", "vary_by")
 
+#: A column name or a list of them, as ``print``/``table`` take it.
+Columns = str | list[str] | None
+
 
 def _as_list(where: str, name: str, value: Any) -> list[str] | None:
     if value is None:
@@ -67,6 +70,25 @@ class PrintOptions:
     vary_by: list[str] | None = None
     baseline: str | None = None
     where: str = field(default="BenchmarkResult.print", repr=False)
+
+    @classmethod
+    def given(
+        cls,
+        where: str,
+        sort_by: Columns,
+        group_by: Columns,
+        compare_by: Any,
+        highlight_best: bool,
+        order_by: Columns,
+        speedup_vs: str | None,
+        vary_by: Columns,
+        baseline: str | None,
+    ) -> PrintOptions:
+        """The options as ``print``/``table`` take them (a column or a list)."""
+        given = zip(_COLUMN_LISTS, (sort_by, group_by, order_by, vary_by), strict=True)
+        sort, group, order, vary = (_as_list(where, n, v) for n, v in given)
+        return cls(sort, group, compare_by, highlight_best, order, speedup_vs, vary,
+                   baseline, where=where)  # fmt: skip
 
     def __post_init__(self) -> None:
         for name in _COLUMN_LISTS:

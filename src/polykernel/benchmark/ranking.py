@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from .record import BenchmarkRecord
 
@@ -37,7 +37,7 @@ class Mismatch(NamedTuple):
     max_abs_diff: float | None
 
 
-def is_known(value: Any) -> bool:
+def is_known(value: Any) -> TypeGuard[float]:
     """Whether ``value`` is a real number (not ``None``, not NaN, not a bool).
 
     Example:
@@ -163,6 +163,7 @@ def _pick_backend(recs: list[BenchmarkRecord]) -> str | None:
         )
         if not ok or {r.label for r in mine} != labels:
             continue
-        logs = [math.log(times[id(r)] / best[r.label]) for r in mine]
+        # every time is > 0 here (checked above): `or 0` only tells the checker
+        logs = [math.log((times[id(r)] or 0) / best[r.label]) for r in mine]
         scores[backend] = sum(logs) / len(logs)
     return min(scores, key=scores.__getitem__) if scores else None

@@ -60,7 +60,7 @@ def _check(where: str, name: str, kind: str, value: Any) -> Any:
     if base in ("str", "dict", "bool"):
         typ = {"str": str, "dict": dict, "bool": bool}[base]
         if isinstance(value, typ):
-            return dict(value) if base == "dict" else value
+            return dict(value) if isinstance(value, dict) else value
     elif isinstance(value, bool):
         pass
     elif base == "num" and isinstance(value, int | float):
@@ -117,10 +117,10 @@ def _cell(where: str, name: str, kind: str, text: str) -> Any:
     return text
 
 
-def record_from_csv_row(row: Mapping[str, str | None], where: str) -> BenchmarkRecord:
+def record_from_csv_row(row: Mapping[str | None, Any], where: str) -> BenchmarkRecord:
     """Parse one CSV row (text cells) and build the record."""
     values: dict[str, Any] = {}
-    extra = row.get(None)  # type: ignore[call-overload]
+    extra = row.get(None)
     if extra:  # a long row: csv.DictReader files the cells past the header under None
         raise ValueError(
             f"{where}: the row has {len(extra)} more cell(s) than the header "

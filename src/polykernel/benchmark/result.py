@@ -150,7 +150,8 @@ class BenchmarkResult:
     ) -> str:
         """The text :meth:`print` prints (same keywords)."""
         reject_unknown("BenchmarkResult.table", unknown)
-        opts = PrintOptions(
+        opts = PrintOptions.given(
+            "BenchmarkResult.table",
             sort_by,
             group_by,
             compare_by,
@@ -159,7 +160,6 @@ class BenchmarkResult:
             speedup_vs,
             vary_by,
             baseline,
-            where="BenchmarkResult.table",
         )
         return self._text(opts)
 
@@ -216,7 +216,8 @@ class BenchmarkResult:
             ... # doctest: +SKIP
         """
         reject_unknown("BenchmarkResult.print", unknown)
-        opts = PrintOptions(
+        opts = PrintOptions.given(
+            "BenchmarkResult.print",
             sort_by,
             group_by,
             compare_by,
@@ -225,7 +226,6 @@ class BenchmarkResult:
             speedup_vs,
             vary_by,
             baseline,
-            where="BenchmarkResult.print",
         )
         print(self._text(opts))
 

@@ -111,7 +111,9 @@ def format_table(
     head += [b + (" (baseline)" if b == base_name else "") for b in backends]
     rows = [head]
     for prim, platform, label in keys:
-        base = cells.get((prim, platform, label, base_name))
+        base = (
+            None if base_name is None else cells.get((prim, platform, label, base_name))
+        )
         base_ms = rank_ms(base, field) if base is not None else None
         row = ([prim, platform] if many else []) + [label]
         for b in backends:

@@ -13,14 +13,19 @@ buffer that aliases its output (XLA's outputs start uninitialised).
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, TypedDict
 
 __all__ = ["csrmv_generator", "scaled_add_generator"]
 
 _TPB = 256
 
 
-def _launch(n: int) -> dict[str, int]:
+class _Launch(TypedDict):
+    launch_dims: int
+    threads_per_block: int
+
+
+def _launch(n: int) -> _Launch:
     """One thread per item; small problems get one small block (cheap to simulate)."""
     return {"launch_dims": n, "threads_per_block": min(_TPB, 32 * max(1, -(-n // 32)))}
 

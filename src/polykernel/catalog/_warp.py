@@ -10,6 +10,11 @@ not installed on the GPU machines we have). All three kernels live in this one
 Python module, so Warp compiles them as one module, once.
 """
 
+# The kernels are annotated in Warp's own notation, ``wp.array(dtype=...)``: a call,
+# which Python's typing does not allow in an annotation (the subscript form
+# ``wp.array[...]`` is typed, but polykernel's Warp backend reads the call form).
+# pyright: reportInvalidTypeForm=false
+
 from __future__ import annotations
 
 import functools

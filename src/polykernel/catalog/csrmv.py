@@ -181,7 +181,7 @@ def csrmv(
     shape: tuple[int, int],
     transpose: bool = False,
     backend: str | None = None,
-) -> Any:
+) -> jax.Array:
     """Multiply the CSR matrix ``(data, indices, indptr)`` of ``shape`` by ``v``.
 
     Example:

@@ -109,7 +109,7 @@ scaled_add_p.def_tags("elementwise", "float")
 
 def scaled_add(
     x: Any, y: Any, *, alpha: float = 1.0, backend: str | None = None
-) -> Any:
+) -> jax.Array:
     """Return ``alpha * x + y`` through the ``scaled_add`` primitive.
 
     Example:

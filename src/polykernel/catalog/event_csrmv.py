@@ -91,7 +91,7 @@ def event_csrmv(
     *,
     n_post: int,
     backend: str | None = None,
-) -> Any:
+) -> jax.Array:
     """Sum the weights of spiking presynaptic rows into ``n_post`` outputs.
 
     Example:

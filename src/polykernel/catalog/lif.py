@@ -124,7 +124,7 @@ def lif_step(
     v_rest: float = -70.0,
     dt: float = 0.1,
     backend: str | None = None,
-) -> tuple[Any, Any]:
+) -> tuple[jax.Array, jax.Array]:
     """Advance membrane potentials ``v`` by one step; return ``(v_next, spikes)``.
 
     Example:

@@ -88,7 +88,7 @@ class BackendKernel:
         self.outs = (
             None if outs is PER_CALL else normalize_outs(self.where, outs, check_dtype)
         )
-        self.out_specs = () if self.outs is None else self.outs.structs
+        self.out_specs: tuple[Any, ...] = () if self.outs is None else self.outs.structs
         n_outputs = len(self.out_specs) if self.outs is not None else 1 << 30
         self.aliases = check_aliases(self.where, input_output_aliases, n_outputs)
         self.vmap_method = resolve_vmap_method(self.where, vmap_method, self.aliases)
@@ -147,7 +147,7 @@ class BackendKernel:
 
     def run(self, args: Sequence[Any], scalars: dict[str, Any], outs: OutSpec) -> Any:
         """The call: arrays, scalars, then the traced or the cached eager path."""
-        import jax
+        import jax.core
 
         arrays = tuple(as_array(self.where, i, a) for i, a in enumerate(args))
         values = self.convert_scalars(scalars)

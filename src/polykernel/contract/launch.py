@@ -25,11 +25,19 @@ Example:
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import KernelRegistrationError
 
-__all__ = ["MAX_DIM", "launch_count", "launch_shape", "power_of_two", "size_of"]
+__all__ = [
+    "MAX_DIM",
+    "launch_count",
+    "launch_shape",
+    "power_of_two",
+    "size_of",
+    "three_axes",
+]
 
 #: Largest launch dimension accepted anywhere (CUDA grids and Warp's launch bounds
 #: are 32-bit).
@@ -124,3 +132,14 @@ def size_of(dims: tuple[int, ...]) -> int:
     for d in dims:
         total *= d
     return total
+
+
+def three_axes(dims: Sequence[int]) -> tuple[int, int, int]:
+    """``dims`` (one to three axes, as :func:`launch_shape` gives) padded with 1s.
+
+    Example:
+        >>> three_axes((8, 2))
+        (8, 2, 1)
+    """
+    x, y, z = (*dims, 1, 1, 1)[:3]
+    return x, y, z

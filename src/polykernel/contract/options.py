@@ -56,7 +56,7 @@ def resolve_vmap_method(
         )
     if vmap_method is None or vmap_method == "expand_dims":
         return "broadcast_all" if aliases else "expand_dims"
-    return vmap_method  # type: ignore[return-value]
+    return vmap_method
 
 
 def check_aliases(where: str, aliases: object, n_outputs: int) -> dict[int, int]:

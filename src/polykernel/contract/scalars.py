@@ -52,7 +52,7 @@ def real_value(where: str, name: str, value: Any, head: str | None = None) -> An
     Raises:
         KernelCallError: anything else (``None``, str, complex, arrays, tracers).
     """
-    import jax
+    import jax.core
 
     if isinstance(value, jax.core.Tracer):
         raise KernelCallError(

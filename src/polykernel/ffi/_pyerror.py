@@ -44,6 +44,7 @@ def create_error(api: int, message: str, errc: int = abi.ERRC_INTERNAL) -> int:
             err = create_error(api_address, "bad input", abi.ERRC_INVALID_ARGUMENT)
     """
     fn_address = ctypes.c_void_p.from_address(api + abi.API_ERROR_CREATE).value
+    assert fn_address is not None, "XLA_FFI_Api without Error_Create"
     args = _ErrorCreateArgs(
         abi.ERROR_CREATE_ARGS_SIZE, None, message.encode("utf-8", "replace"), errc
     )

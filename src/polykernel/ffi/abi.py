@@ -26,9 +26,12 @@ import functools
 import importlib.util
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = [
     "API_MAJOR",
@@ -142,7 +145,7 @@ _LAYOUT_0_3: dict[str, int] = {
     "ERROR_CREATE_ARGS_MESSAGE": 16,  # const char*
     "ERROR_CREATE_ARGS_ERRC": 24,  # int32
 }
-_LAYOUTS: dict[tuple[int, int], dict[str, int]] = {
+_LAYOUTS: dict[tuple[int, ...], dict[str, int]] = {
     (0, 3): _LAYOUT_0_3,
     # 0.4 appends XLA_FFI_InvokeContext_FindExtension to the API table.
     (0, 4): {**_LAYOUT_0_3, "API_STRUCT_SIZE": 200},
@@ -254,7 +257,7 @@ def _unsupported(what: str) -> Exception:
     )
 
 
-def dtype_code(dtype: object) -> int:
+def dtype_code(dtype: DTypeLike) -> int:
     """Return the XLA FFI ``XLA_FFI_DataType`` code of ``dtype``.
 
     Raises:

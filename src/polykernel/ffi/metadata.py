@@ -41,7 +41,9 @@ def _buffer(size: int) -> ctypes.Array:
     return (ctypes.c_char * size)()  # zero-filled
 
 
-def _put(buf: ctypes.Array, offset: int, ctype: type, value: int) -> None:
+def _put(
+    buf: ctypes.Array, offset: int, ctype: type, value: int | None
+) -> None:
     ctype.from_buffer(buf, offset).value = value
 
 

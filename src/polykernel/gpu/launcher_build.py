@@ -120,7 +120,7 @@ def fetch_launcher(compiler: str | None = None) -> Fetched:
 def _job(compiler: str | None) -> BuildJob:
     """The launcher's build: source, command line and content key."""
     import jax
-    import jaxlib
+    import jaxlib.version
 
     sources = launcher_sources()
     source = sources[launcher_source().name].decode()
@@ -142,7 +142,7 @@ def _job(compiler: str | None) -> BuildJob:
             "flags": "\0".join(cmd[1:]),
             "compiler": fingerprint(tool, store),
             "headers": headers_digest(),
-            "jax": f"jax {jax.__version__} jaxlib {jaxlib.__version__}",
+            "jax": f"jax {jax.__version__} jaxlib {jaxlib.version.__version__}",
             "polykernel": __version__,
         },
     )
@@ -182,8 +182,10 @@ class LauncherLibrary:
                 f"polykernel needs {ABI_VERSION}. Clear the cache (polykernel cache "
                 "clear)."
             )
-        self.launch = ctypes.cast(dll.polykernel_gpu_launch, p).value
-        self.launch_nograph = ctypes.cast(dll.polykernel_gpu_launch_nograph, p).value
+        self.launch = ctypes.cast(dll.polykernel_gpu_launch, p).value or 0
+        self.launch_nograph = (
+            ctypes.cast(dll.polykernel_gpu_launch_nograph, p).value or 0
+        )
 
     def driver_status(self) -> tuple[bool, str]:
         """Whether the CUDA driver loads here, and why not (no GPU needed to ask)."""

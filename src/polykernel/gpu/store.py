@@ -50,10 +50,15 @@ def spec_from_json(data: dict[str, Any]) -> LaunchSpec:
             Param(int(size), _bytes(value), buffer, int(align))
             for size, value, buffer, align in data["params"]
         ),
-        grid=tuple(int(x) for x in data["grid"]),  # type: ignore[arg-type]
-        block=tuple(int(x) for x in data["block"]),  # type: ignore[arg-type]
+        grid=_three(data["grid"]),
+        block=_three(data["block"]),
         shared_mem=int(data["shared_mem"]),
     )
+
+
+def _three(values: list[Any]) -> tuple[int, int, int]:
+    x, y, z = (int(v) for v in values)
+    return x, y, z
 
 
 def _bytes(value: str | None) -> bytes | None:
@@ -74,4 +79,4 @@ def save_kernel(kernel: Any) -> bool:
             [im.kind, im.arch, n] for n, im in zip(names, kernel.images, strict=True)
         ],
     }
-    return publish_entry(SECTION, kernel.kernel_id, files, meta)
+    return publish_entry(SECTION, kernel.kernel_id, files, meta) is not None

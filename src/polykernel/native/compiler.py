@@ -259,7 +259,7 @@ def _text(data: bytes | str | None) -> str:
     return data if isinstance(data, str) else data.decode("utf-8", "replace")
 
 
-def classify_failure(err: CompilationError) -> CompilationError:
+def classify_failure(err: CompilationError) -> CompilationError | UnsupportedArchError:
     """The reference's finer class for a compiler failure whose remedy is known.
 
     An architecture nvcc does not support -> ``UnsupportedArchError``; a host

@@ -61,7 +61,7 @@ def diagnostics() -> dict[str, Any]:
     """
     import jax
     import jax.ffi
-    import jaxlib
+    import jaxlib.version
 
     from .._version import __version__
     from ..ffi.targets import list_registered_targets
@@ -73,7 +73,7 @@ def diagnostics() -> dict[str, Any]:
         "polykernel": __version__,
         "python": f"{_platform.python_version()} ({sys.executable})",
         "jax": jax.__version__,
-        "jaxlib": jaxlib.__version__,
+        "jaxlib": jaxlib.version.__version__,
         "ffi_include": include_dir,
         "ffi_api": _ffi_api_version(include_dir),
         "cxx": _compiler("find_host_compiler"),

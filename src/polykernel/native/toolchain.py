@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..cuda_arch import normalize_arch
@@ -196,7 +197,7 @@ def _probe(compiler: str) -> dict:
     }
 
 
-def cuda_arches(explicit: tuple[str, ...] | None) -> tuple[str, ...]:
+def cuda_arches(explicit: Sequence[str] | None) -> tuple[str, ...]:
     """Target architectures: explicit, pinned, ``$POLYKERNEL_CUDA_ARCH``, then GPUs.
 
     The pin is ``polykernel.config.set_compute_capability``.

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import jax
+import jax.core
 import numpy as np
 
 from .report import CheckReport

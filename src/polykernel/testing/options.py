@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import KernelRegistrationError
+
+if TYPE_CHECKING:
+    from ..primitive import XLACustomKernel
 
 __all__ = ["check_options", "linear_argnums_of", "resolve_kernel", "wanted_checks"]
 
 
-def resolve_kernel(kernel: Any) -> Any:
+def resolve_kernel(kernel: object) -> XLACustomKernel:
     from ..primitive import XLACustomKernel
 
     if isinstance(kernel, str):

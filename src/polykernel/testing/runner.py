@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
@@ -23,6 +23,10 @@ from .forward import (
 from .options import check_options, linear_argnums_of, resolve_kernel, wanted_checks
 from .report import CheckReport, CheckResult, KernelCheckError
 from .subject import Subject, error_text
+
+if TYPE_CHECKING:
+    from ..primitive import XLACustomKernel
+    from ..types import Outs
 
 __all__ = ["CHECKS", "check_kernel", "present_platforms"]
 
@@ -143,9 +147,9 @@ def _transpose_checks(subject, backend, prim, why) -> list[CheckResult]:
 
 
 def check_kernel(
-    kernel: Any,
+    kernel: XLACustomKernel | str,
     *args: Any,
-    outs: Any,
+    outs: Outs,
     reference: str | Callable[..., Any] | None = None,
     backends: Sequence[str] | None = None,
     atol: float | None = None,
@@ -172,9 +176,10 @@ def check_kernel(
             outputs like ``outs``. Default: ``jax_raw`` when registered, else the
             first backend (the backends are compared with each other).
         backends: Only these backends (default: every registered one).
-        atol, rtol: Replace the per-dtype float tolerances of output comparisons
-            (defaults: float64 1e-10, float32 1e-5, float16 2e-3, bfloat16 2e-2;
-            integers and booleans exact).
+        atol: Replaces the per-dtype absolute float tolerance of output
+            comparisons (defaults: float64 1e-10, float32 1e-5, float16 2e-3,
+            bfloat16 2e-2; integers and booleans exact).
+        rtol: Replaces the per-dtype relative float tolerance, likewise.
         raise_on_failure: Raise :class:`KernelCheckError` when a check fails.
         linear_argnums: Inputs the kernel is linear in, for the transpose test
             (default: floating inputs that pass a numeric linearity test).

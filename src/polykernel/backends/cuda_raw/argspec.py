@@ -107,6 +107,15 @@ class FunctionSpec:
     def attrs(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if p.kind == "attr")
 
+    def attr_types(self) -> dict[str, str]:
+        """``{name: type}`` of the attributes, in order (a checked spec's
+        attributes all have both)."""
+        types = {}
+        for p in self.attrs:
+            assert p.name is not None and p.dtype is not None  # see _check_spec
+            types[p.name] = p.dtype
+        return types
+
     @property
     def has_stream(self) -> bool:
         return any(p.kind == "stream" for p in self.params)

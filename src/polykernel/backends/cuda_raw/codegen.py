@@ -103,13 +103,14 @@ def _buffer(p: Param, index: int, var: str) -> list[str]:
 def _attributes(spec: FunctionSpec) -> tuple[list[str], dict[str, str]]:
     """Decode the attributes in XLA's order (sorted by name); C++ names by attr."""
     lines, names = [], {}
-    for k, p in enumerate(sorted(spec.attrs, key=lambda a: a.name.encode())):
-        var = f"attr_{p.name}"
-        names[p.name] = var
+    attrs = sorted(spec.attr_types().items(), key=lambda a: a[0].encode())
+    for k, (name, dtype) in enumerate(attrs):
+        var = f"attr_{name}"
+        names[name] = var
         lines += [
-            f"  {ATTR_TYPES[p.dtype]} {var};",
-            f'  if ((err = ffi::get_scalar(frame, {k}, "{p.name}", {len(p.name)}, '
-            f"{BUFFER_DTYPES[p.dtype]}, kWhere, &{var}))) return err;",
+            f"  {ATTR_TYPES[dtype]} {var};",
+            f'  if ((err = ffi::get_scalar(frame, {k}, "{name}", {len(name)}, '
+            f"{BUFFER_DTYPES[dtype]}, kWhere, &{var}))) return err;",
         ]
     return lines, names
 
@@ -129,6 +130,7 @@ def _handler(module: str, spec: FunctionSpec, traits: str) -> str:
         elif p.kind == "stream":
             call.append("::pk::detail::StreamArg{stream}")
         else:
+            assert p.name is not None  # an attribute: named (see argspec)
             call.append(attr_vars[p.name])
     body += attr_lines
     if spec.has_stream:
@@ -136,7 +138,7 @@ def _handler(module: str, spec: FunctionSpec, traits: str) -> str:
             "  void* stream = nullptr;",
             "  if ((err = ffi::get_stream(frame, &stream))) return err;",
         ]
-    attr_names = ", ".join(sorted(p.name for p in spec.attrs))
+    attr_names = ", ".join(sorted(spec.attr_types()))
     return f"""
 extern "C" {_EXPORT} XLA_FFI_Error* {handler_symbol(fname)}(XLA_FFI_CallFrame* frame) {{
   namespace ffi = ::pk::ffi;

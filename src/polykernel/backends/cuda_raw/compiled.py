@@ -151,9 +151,9 @@ def _resolve_handler(handle: ctypes.CDLL, library: str, fname: str) -> Any:
     )
 
 
-def _iterable(value: object) -> Sequence:
+def _iterable(value: Any) -> Sequence:
     """``value`` as a list when it is iterable, else a list holding it (a bad item)."""
     try:
-        return list(value)  # type: ignore[call-overload]
+        return list(value)
     except TypeError:
         return [value]

@@ -24,6 +24,7 @@ from ...errors import (
 )
 from ...native.compiler import CompileOptions
 from ...platforms import LoweringPlatform
+from ...types import VmapMethod
 from .module import NativeModule
 from .pipeline import load
 from .request import Functions, LoadKeywords, LoadRequest, keywords_for
@@ -53,7 +54,7 @@ def load_cpp_inline(
     auto_register: bool = True,
     target_prefix: str | None = None,
     options: CompileOptions | None = None,
-    vmap_method: str = "sequential",
+    vmap_method: VmapMethod = "sequential",
 ) -> NativeModule:
     """Compile C++ source for the CPU and register its functions with XLA.
 
@@ -133,7 +134,7 @@ def load_cuda_inline(
     use_fast_math: bool = False,
     allow_cuda_graph: bool = True,
     options: CompileOptions | None = None,
-    vmap_method: str = "sequential",
+    vmap_method: VmapMethod = "sequential",
 ) -> NativeModule:
     """Compile CUDA source with nvcc and register its functions for the GPU.
 

@@ -48,7 +48,7 @@ class NativeFunction(BackendKernel):
         public: str,
         vmap: str,
         handler_address: int = 0,
-        platform: str = LoweringPlatform.CPU,
+        platform: LoweringPlatform = LoweringPlatform.CPU,
     ) -> None:
         super().__init__(
             module,
@@ -90,7 +90,7 @@ class NativeFunction(BackendKernel):
 
     # -- the backend's half of the contract -------------------------------------------
     def scalar_dtype(self, name: str, value: Any) -> Any:
-        return _np_dtype(next(p.dtype for p in self.spec.attrs if p.name == name))
+        return _np_dtype(self.spec.attr_types()[name])
 
     def convert_scalars(self, scalars: dict[str, Any]) -> Scalars:
         if set(scalars) != {p.name for p in self.spec.attrs}:
@@ -98,7 +98,7 @@ class NativeFunction(BackendKernel):
         return super().convert_scalars(scalars)
 
     def _attribute_mismatch(self, given: set[str]) -> KernelCallError:
-        expected = {p.name: p.dtype for p in self.spec.attrs}
+        expected = self.spec.attr_types()
         unknown = sorted(given - set(expected))
         missing = sorted(set(expected) - given)
         listing = ", ".join(f"{k}: {t}" for k, t in expected.items()) or "none"

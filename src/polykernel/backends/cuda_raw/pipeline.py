@@ -90,7 +90,7 @@ def _self_contained(platform: str, compiler: str, options: CompileOptions) -> bo
 def _job(request: LoadRequest, full: str, wrappers: str) -> build.BuildJob:
     """The build of ``request``: command line and content key."""
     import jax
-    import jaxlib
+    import jaxlib.version
 
     options = request.options
     store = cache.native_root() / "toolchains"
@@ -111,7 +111,7 @@ def _job(request: LoadRequest, full: str, wrappers: str) -> build.BuildJob:
             "flags": "\0".join(cmd[1:]),
             "compiler": fingerprint(compiler, store),
             "arch": ",".join(arches),
-            "jax": f"jax {jax.__version__} jaxlib {jaxlib.__version__}",
+            "jax": f"jax {jax.__version__} jaxlib {jaxlib.version.__version__}",
             "headers": build.headers_digest(),
             "includes": _includes_digest(options.include_paths),
             "polykernel": __version__,
@@ -179,6 +179,7 @@ def _register(
 ) -> NativeModule:
     handle = fetched.handle
     platform = xla_platform(request.platform)
+    assert platform is not None  # C++ or CUDA: XLA files both
     functions = []
     for spec in specs:
         handler = getattr(handle, handler_symbol(spec.name))
@@ -218,6 +219,7 @@ def _publish(module: NativeModule, request: LoadRequest, fresh: bool) -> None:
     """
     del fresh
     platform = xla_platform(module.platform)
+    assert platform is not None  # C++ or CUDA: XLA files both
     for fname, fn in module.functions.items():
         public = f"{request.prefix}.{fname}"
         public_symbol, setter_symbol = forwarder_symbols(fname)
@@ -232,8 +234,9 @@ def _publish(module: NativeModule, request: LoadRequest, fresh: bool) -> None:
 def forwarded_identity(name: str, platform: str) -> str | None:
     """The identity of the build documented name ``name`` runs now (None: ``name``
     is not a documented name of a loaded module)."""
+    xla = xla_platform(platform)
     with _lock:
-        forwarder = _forwarders.get((name, xla_platform(platform)))
+        forwarder = None if xla is None else _forwarders.get((name, xla))
         return None if forwarder is None else forwarder[1]
 
 

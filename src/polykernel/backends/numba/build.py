@@ -124,7 +124,8 @@ def check_parallel_layer(numba: pytypes.ModuleType, kernel_name: str) -> None:
 def _codegen() -> tuple[Any, Any]:
     from numba.core.registry import cpu_target
 
-    context = cpu_target.target_context  # also starts Numba's runtime (NRT)
+    # also starts Numba's runtime (NRT); Numba's cached property is untyped
+    context: Any = cpu_target.target_context
     return context, context.codegen()
 
 
@@ -249,7 +250,7 @@ def _resolvable(context: Any, names: list[str]) -> bool:
     codegen = context.codegen()
     missing = unresolved(codegen, names)
     if any(n.startswith("NRT_") for n in missing):
-        from numba.core.runtime import rtsys
+        from numba.core.runtime.nrt import rtsys
 
         rtsys.initialize(context)
         missing = unresolved(codegen, names)

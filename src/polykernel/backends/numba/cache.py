@@ -126,9 +126,9 @@ def _versions() -> str:
 
 
 def _machine(codegen: Any) -> str:
-    import numba
+    from numba.core import config
 
-    settings = {n: repr(getattr(numba.config, n, None)) for n in _NUMBA_SETTINGS}
+    settings = {n: repr(getattr(config, n, None)) for n in _NUMBA_SETTINGS}
     return json.dumps([list(map(str, codegen.magic_tuple())), settings])
 
 

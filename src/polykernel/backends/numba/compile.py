@@ -90,7 +90,7 @@ def _fold(py_func: Any, args: list[Source], kws: dict[str, Source]) -> list[Sour
     omitted defaults become ``Omitted`` and ``*args`` one ``StarArgTuple``)."""
     from numba.core import types, utils
 
-    pysig = utils.pysignature(py_func)
+    pysig = utils.pysignature(py_func)  # pyright: ignore[reportPrivateImportUsage]
     bound = pysig.bind(*args, **kws)
     sources = []
     for param in pysig.parameters.values():

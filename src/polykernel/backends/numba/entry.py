@@ -15,6 +15,7 @@ from typing import Any
 
 from llvmlite import ir
 
+from ...ffi.handler_ir.builder import Builder
 from ...ffi.handler_ir.frame import I64, PTR, entry_alloca
 from ...ffi.handler_ir.handler import KernelArgs
 from ...ffi.handler_ir.pyerror import call_helper, capi, gil_ensure, gil_release
@@ -27,7 +28,7 @@ def emit_kernel_call(context: Any, binding: Binding):
     """Return the ``emit_call`` hook of :func:`define_handler` for ``binding``."""
     fndesc = binding.cres.fndesc
 
-    def emit(b: ir.IRBuilder, args: KernelArgs) -> ir.Value:
+    def emit(b: Builder, args: KernelArgs) -> ir.Value:
         callee = context.declare_function(b.module, fndesc)
         values = [_value(context, b, src, args) for src in binding.sources]
         status, result = context.call_conv.call_function(
@@ -45,7 +46,7 @@ def emit_kernel_call(context: Any, binding: Binding):
     return emit
 
 
-def _value(context: Any, b: ir.IRBuilder, src: Source, args: KernelArgs) -> Any:
+def _value(context: Any, b: Builder, src: Source, args: KernelArgs) -> Any:
     if src.kind == "buffer":
         data, dims, _dtype = args.views[src.index]
         return _array(context, b, src.nbtype, data, dims)
@@ -60,7 +61,7 @@ def _value(context: Any, b: ir.IRBuilder, src: Source, args: KernelArgs) -> Any:
     return ir.Constant(context.get_value_type(src.nbtype), None)  # omitted
 
 
-def _array(context: Any, b: ir.IRBuilder, aryty: Any, data, dims) -> ir.Value:
+def _array(context: Any, b: Builder, aryty: Any, data, dims) -> ir.Value:
     """A C-contiguous Numba array over ``data`` with shape ``dims``."""
     from numba.core import cgutils
     from numba.np.arrayobj import populate_array
@@ -88,7 +89,7 @@ def _intp() -> Any:
     return types.intp
 
 
-def _release_result(context: Any, b: ir.IRBuilder, restype: Any, result) -> None:
+def _release_result(context: Any, b: Builder, restype: Any, result) -> None:
     """Drop the kernel's return value (kernels write outputs in place)."""
     if (
         context.enable_nrt
@@ -97,7 +98,7 @@ def _release_result(context: Any, b: ir.IRBuilder, restype: Any, result) -> None
         context.nrt.decref(b, restype, result)
 
 
-def _exception_error(context: Any, b: ir.IRBuilder, status, args: KernelArgs):
+def _exception_error(context: Any, b: Builder, status, args: KernelArgs):
     """Under the GIL: the kernel's exception -> ``XLA_FFI_Error*``."""
     module = b.module
     state = gil_ensure(b)

@@ -172,8 +172,8 @@ def _feed_class(hs: _Hasher, cls: type, depth: int) -> None:
         return
     if issubclass(cls, enum.Enum):
         hs.feed([(m.name, m.value) for m in cls], depth + 1)
-    elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        hs.feed(tuple(cls._fields), depth + 1)
+    elif issubclass(cls, tuple) and hasattr(cls, "_fields"):  # a namedtuple
+        hs.feed(tuple(getattr(cls, "_fields")), depth + 1)  # noqa: B009
     else:
         raise Unfingerprintable(f"user class {name}")
 
@@ -306,9 +306,12 @@ def kernel_fingerprint(kernel: Any) -> str:
     settings = ""
     try:
         import numba
+        from numba.core import config as cfg
 
-        cfg = numba.config
-        settings = f"numba {numba.__version__} {cfg.BOUNDSCHECK} {cfg.OPT}"
+        # Numba sets its settings at import time (globals().update), unseen by a
+        # type checker.
+        checks, opt = cfg.BOUNDSCHECK, cfg.OPT  # pyright: ignore[reportAttributeAccessIssue]
+        settings = f"numba {numba.__version__} {checks} {opt}"
     except ImportError:  # pragma: no cover - fingerprints are only taken with numba
         pass
     return hashlib.sha256(f"{settings}\0{fingerprint(kernel)}".encode()).hexdigest()

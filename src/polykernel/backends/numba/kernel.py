@@ -23,7 +23,7 @@ import logging
 import threading
 import uuid
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ from ...ffi import abi
 from ...ffi.handler_ir.signature import HALF_MODES, Signature
 from ...ffi.naming import target_name
 from ...platforms import Platform
+from ...types import HalfPrecision, Outs, VmapMethod
 
 __all__ = ["NumbaKernel", "numba_kernel"]
 
@@ -57,11 +58,11 @@ _local_tokens: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def numba_kernel(
     kernel: Any,
-    outs: Any,
+    outs: Outs,
     *,
-    vmap_method: str | None = None,
-    input_output_aliases: dict[int, int] | None = None,
-    half_precision: str = "float32",
+    vmap_method: VmapMethod | None = None,
+    input_output_aliases: Mapping[int, int] | None = None,
+    half_precision: HalfPrecision = "float32",
 ) -> NumbaKernel:
     """Wrap a Numba CPU kernel as a JAX-callable XLA FFI custom call.
 
@@ -129,7 +130,7 @@ class NumbaKernel(BackendKernel):
         kernel: Any,
         outs: Any,
         vmap_method: str | None,
-        input_output_aliases: dict[int, int] | None,
+        input_output_aliases: Mapping[int, int] | None,
         half_precision: str = "float32",
     ) -> None:
         from .build import check_parallel_layer, import_numba

@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from ...contract.scalars import Scalars
 from ...errors import KernelTypeError
 from ...ffi import targets
 from ...platforms import Platform
+from ...types import Outs, VmapMethod
 from .compiler import require_numba_cuda
 from .host_handler import DeviceBuffer, make_host_handler
 from .naming import TARGET_PATTERN, callable_target, save_note
@@ -162,10 +163,10 @@ class NumbaCudaCallable(BackendKernel):
 
 def numba_cuda_callable(
     func: Callable[..., Any],
-    outs: Any,
+    outs: Outs,
     *,
-    vmap_method: str | None = None,
-    input_output_aliases: dict[int, int] | None = None,
+    vmap_method: VmapMethod | None = None,
+    input_output_aliases: Mapping[int, int] | None = None,
 ) -> NumbaCudaCallable:
     """Wrap a Python function that launches Numba CUDA kernels on XLA's stream.
 

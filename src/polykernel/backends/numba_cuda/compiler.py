@@ -114,7 +114,9 @@ def _array_types(dtypes: tuple[str, ...], ranks: tuple[int, ...]) -> tuple[Any, 
 def _cubin(ptx: str, arch: str) -> bytes | None:
     """Link PTX to a cubin with nvJitLink, or None when it is not available."""
     try:
-        from cuda.core import Linker, LinkerOptions, ObjectCode
+        # cuda.core fills its namespace from cu12/ or cu13/ at import time, out of
+        # a type checker's sight.
+        from cuda.core import Linker, LinkerOptions, ObjectCode  # pyright: ignore[reportAttributeAccessIssue]
 
         linker = Linker(ObjectCode.from_ptx(ptx.encode()),
                         options=LinkerOptions(arch=f"sm_{arch}"))  # fmt: skip
@@ -136,7 +138,9 @@ def compile_kernel(
     cuda = require_numba_cuda()
     apply_numpy_shim()
     options = getattr(kernel, "targetoptions", {})
-    digits = re.match(r"\d+", arch).group()  # type: ignore[union-attr]
+    found = re.match(r"\d+", arch)
+    assert found is not None  # a normalised arch: digits first ("90", "90a")
+    digits = found.group()
     major, minor = int(digits[:-1]), int(digits[-1])
     try:
         ptx, _ = cuda.compile_ptx(

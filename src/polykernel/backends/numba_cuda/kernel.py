@@ -27,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from ...contract.scalars import Scalars
 from ...errors import KernelCallError, KernelRegistrationError, UnsupportedDtypeError
 from ...gpu.layout import BufferSpec
 from ...platforms import Platform
+from ...types import LaunchDims, Outs, VmapMethod
 from .array_abi import kernel_launch_spec
 from .compiler import check_kernel, compile_kernel, kernel_name, require_numba_cuda
 from .launch_config import resolve_launch
@@ -125,6 +126,7 @@ class NumbaCudaKernel(BackendKernel):
         for arch in cuda_arches(None):
             entry, found = compile_kernel(self.kernel, dtypes, ranks, arch)
             images += found
+        assert entry is not None  # cuda_arches gives at least one architecture
         spec = kernel_launch_spec(buffers, len(args), self.grid, self.block,
                                   self.shared_mem)  # fmt: skip
         launched = register_gpu_kernel(images, entry, spec, name=self.name)
@@ -156,15 +158,15 @@ class NumbaCudaKernel(BackendKernel):
 
 def numba_cuda_kernel(
     kernel: Any,
-    outs: Any,
+    outs: Outs,
     *,
-    grid: int | tuple[int, ...] | None = None,
-    block: int | tuple[int, ...] | None = None,
-    launch_dims: int | tuple[int, ...] | None = None,
+    grid: LaunchDims | None = None,
+    block: LaunchDims | None = None,
+    launch_dims: LaunchDims | None = None,
     threads_per_block: int = 256,
     shared_mem: int = 0,
-    vmap_method: str | None = None,
-    input_output_aliases: dict[int, int] | None = None,
+    vmap_method: VmapMethod | None = None,
+    input_output_aliases: Mapping[int, int] | None = None,
 ) -> NumbaCudaKernel:
     """Wrap a ``@cuda.jit`` kernel as a function of JAX arrays.
 

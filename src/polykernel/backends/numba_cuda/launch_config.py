@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from ...contract.launch import launch_count, launch_shape
+from ...contract.launch import launch_count, launch_shape, three_axes
 from ...errors import KernelRegistrationError
 
 __all__ = ["RULE", "resolve_launch"]
@@ -33,7 +33,7 @@ def _dims(where: str, name: str, value: object, minimum: int = 0) -> Dims:
     maximum = MAX_BLOCK if name == "block" else 2**31 - 1
     dims = launch_shape(where, name, value, max_rank=3, minimum=minimum,
                         maximum=maximum)  # fmt: skip
-    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+    return three_axes(dims)
 
 
 def resolve_launch(
@@ -68,5 +68,5 @@ def resolve_launch(
                        maximum=MAX_BLOCK)  # fmt: skip
     total = _dims(where, "launch_dims", launch_dims)
     block3 = (tpb, 1, 1)  # y and z get one thread per block
-    grid3 = tuple(-(-t // b) for t, b in zip(total, block3, strict=True))
-    return grid3, block3  # type: ignore[return-value]
+    gx, gy, gz = (-(-t // b) for t, b in zip(total, block3, strict=True))
+    return (gx, gy, gz), block3

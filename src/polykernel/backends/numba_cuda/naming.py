@@ -80,7 +80,7 @@ def save_note(target: str, fn: Any) -> bool:
     if (entry_path(SECTION, target) / "meta.json").exists():
         return True
     meta = {"module": fn.__module__, "qualname": fn.__qualname__}
-    return publish_entry(SECTION, target, {}, meta)
+    return publish_entry(SECTION, target, {}, meta) is not None
 
 
 def read_note(target: str) -> tuple[str, str] | None:

@@ -38,9 +38,10 @@ def apply_numpy_shim() -> bool:
     with _lock:
         if _MODULE in sys.modules or "row_stack" in np.__dict__:
             return False
-        np.row_stack = _removed_row_stack  # type: ignore[attr-defined]
+        # NumPy 2.5 removed the name (typed as absent); it exists only meanwhile
+        np.row_stack = _removed_row_stack  # pyright: ignore[reportAttributeAccessIssue]
         try:
             importlib.import_module(_MODULE)
         finally:
-            del np.row_stack
+            delattr(np, "row_stack")
         return True

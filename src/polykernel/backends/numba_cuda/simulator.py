@@ -52,12 +52,13 @@ def _simulated_closure(fn: Callable[..., Any]) -> Callable[..., Any]:
     a function (``from numba import cuda`` there, device functions beside it) finds
     ``numba.cuda`` and real dispatchers in its closure cells instead.
     """
-    if not getattr(fn, "__closure__", None):
+    closure = getattr(fn, "__closure__", None)
+    if not closure:
         return fn
     from numba import cuda
 
     cells, changed = [], False
-    for cell in fn.__closure__:
+    for cell in closure:
         try:
             value = cell.cell_contents
         except ValueError:  # a cell not filled yet

@@ -36,6 +36,7 @@ from ...contract.scalars import Scalars
 from ...errors import KernelCallError, KernelRegistrationError, KernelTypeError
 from ...platform_context import current_platform, lowering_platform
 from ...platforms import Platform
+from ...types import LaunchDims, Outs
 
 __all__ = ["PallasKernel", "pallas_kernel"]
 
@@ -45,9 +46,9 @@ MAX_GRID_RANK = 6
 
 def pallas_kernel(
     body: Callable[..., None],
-    outs: Any,
+    outs: Outs,
     *,
-    grid: int | tuple[int, ...] = (),
+    grid: LaunchDims = (),
     in_specs: Any = None,
     out_specs: Any = None,
     interpret: bool | None = None,
@@ -131,7 +132,7 @@ class PallasKernel(BackendKernel):
         body: Callable[..., None],
         outs: Any,
         *,
-        grid: int | tuple[int, ...],
+        grid: LaunchDims,
         in_specs: Any,
         out_specs: Any,
         interpret: bool | None,
@@ -208,6 +209,8 @@ class PallasKernel(BackendKernel):
         ``static`` keywords are bound to the body (``functools.partial``).
         """
         pl = jc.pallas_api()
+        outs = self.outs
+        assert outs is not None  # pallas_kernel always takes its outs
         body = functools.partial(self.body, **static) if static else self.body
         interpret = platform == Platform.CPU if self.interpret is None else (
             self.interpret
@@ -217,7 +220,7 @@ class PallasKernel(BackendKernel):
             options["in_specs"] = self.in_block_specs
         if self.out_block_specs is not None:
             out_specs = self.out_block_specs
-            if not self.outs.single and isinstance(out_specs, tuple):
+            if not outs.single and isinstance(out_specs, tuple):
                 out_specs = list(out_specs)  # the same tree as out_shape (a list)
             options["out_specs"] = out_specs
         if self.aliases:
@@ -225,7 +228,7 @@ class PallasKernel(BackendKernel):
         params = self._compiler_params(platform)
         if params is not None and not interpret:
             options["compiler_params"] = params
-        shapes = self.out_specs[0] if self.outs.single else list(self.out_specs)
+        shapes = self.out_specs[0] if outs.single else list(self.out_specs)
         return pl.pallas_call(body, out_shape=shapes, name=self.name, **options)
 
     def _compiler_params(self, platform: str) -> Any:

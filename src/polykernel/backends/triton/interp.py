@@ -60,6 +60,7 @@ def _scalar(triton_type: str, value: Any) -> Any:
     storage = np.bool_ if triton_type == "i1" else SCALAR_STORAGE[triton_type]
     data = np.array([value], dtype=storage)
     ty = tl.str_to_ty(triton_type, None)
+    assert isinstance(ty, tl.dtype)  # a scalar type name gives a scalar dtype
     return tl.tensor(TensorHandle(data, ty), ty)
 
 
@@ -121,6 +122,7 @@ def _helpers_interpreted() -> Iterator[None]:
         # Triton <= 3.6 reads a scalar as int(data) where data has shape (1,), which
         # NumPy >= 2.4 refuses ("only 0-dimensional arrays ..."): `range(start,
         # end)` over loaded scalars failed. Newer Triton squeezes first; so do we.
+        assert original_tensor_patch is not None  # installed only then (below)
         original_tensor_patch(tensor, scope)
         scope.set_attr(
             tensor, "__index__", lambda self: int(self.handle.data.squeeze())

@@ -33,17 +33,24 @@ the same (:mod:`.source`). See ``docs/triton.md``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...contract.kernel import BackendKernel
-from ...contract.launch import launch_count, launch_shape, power_of_two, size_of
+from ...contract.launch import (
+    launch_count,
+    launch_shape,
+    power_of_two,
+    size_of,
+    three_axes,
+)
 from ...contract.outs import OutSpec
 from ...contract.scalars import Scalars, convert_scalars
 from ...errors import KernelRegistrationError
 from ...platforms import Platform
+from ...types import LaunchDims, Outs
 from .gpu import gpu_kernel, target_arch
 from .params import TritonSignature, build_signature, scalar_dtype
 from .source import import_triton, kernel_source
@@ -53,9 +60,9 @@ __all__ = ["TritonKernel", "import_triton", "target_arch", "triton_kernel"]
 
 def triton_kernel(
     fn: Any,
-    outs: Any,
+    outs: Outs,
     *,
-    grid: Any,
+    grid: LaunchDims | Callable[[dict[str, Any]], LaunchDims],
     num_warps: int = 4,
     num_stages: int = 3,
     **constexprs: Any,
@@ -101,7 +108,7 @@ def triton_kernel(
 def _grid3(where: str, grid: Any) -> tuple[int, int, int]:
     dims = launch_shape(where, "grid", grid, max_rank=3,
                         alternative="a callable meta -> such a tuple")  # fmt: skip
-    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+    return three_axes(dims)
 
 
 class TritonKernel(BackendKernel):

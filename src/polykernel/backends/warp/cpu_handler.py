@@ -82,6 +82,7 @@ def emit_warp_call(plan: KernelPlan, sig: Signature, entry: int, launch: Any):
     """
     from llvmlite import ir
 
+    from ...ffi.handler_ir.builder import Builder
     from ...ffi.handler_ir.frame import (
         I16,
         I32,
@@ -99,7 +100,7 @@ def emit_warp_call(plan: KernelPlan, sig: Signature, entry: int, launch: Any):
     def store(b, base, offset, value, ty) -> None:
         b.store(value, b.bitcast(address(b, base, offset), ty.as_pointer()))
 
-    def emit(b: ir.IRBuilder, args) -> ir.Value:
+    def emit(b: Builder, args) -> ir.Value:
         blob = b.bitcast(alloca(b, ir.ArrayType(I64, max(words, 1))), PTR)
         bounds = b.bitcast(alloca(b, ir.ArrayType(I64, bounds_size // 8)), PTR)
         for w in range(words):

@@ -55,7 +55,7 @@ def load_cpu(kernel: Any) -> tuple[Any, int, str]:
             f"entry point for the kernel (a previous build failure is cached; clear "
             f"Warp's kernel cache with wp.clear_kernel_cache())."
         )
-    address = ctypes.cast(hooks.forward, ctypes.c_void_p).value
+    address = ctypes.cast(hooks.forward, ctypes.c_void_p).value or 0
     module_hash = module_exec.module_hash
     digest = module_hash.hex() if isinstance(module_hash, bytes) else str(module_hash)
     return module_exec, address, digest

@@ -53,4 +53,4 @@ def warp_rows(gpu: bool) -> list[tuple[str, str, bool, str]]:
         gpu_row = (gpu, f"{name}; {check}{run}")
     else:
         gpu_row = (False, f"{name}; no runtime library (bin/warp): no GPU build")
-    return [("warp", "cpu", *cpu), ("warp", "gpu", *gpu_row)]
+    return [("warp", "cpu", cpu[0], cpu[1]), ("warp", "gpu", gpu_row[0], gpu_row[1])]

@@ -20,7 +20,7 @@ CUDA build (``gpu_build``). See ``docs/warp.md``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from ...contract.scalars import Scalars
 from ...errors import KernelTypeError
 from ...ffi.handler_ir.signature import Signature
 from ...platforms import Platform
+from ...types import Outs, VmapMethod
 from .call_check import check_arrays, check_scalar_names, scalar_dtype
 from .plan import array_shape, describe_kernel
 from .types import import_warp, warp_dtype_name
@@ -41,11 +42,11 @@ __all__ = ["WarpKernel", "warp_kernel"]
 
 def warp_kernel(
     kernel: Any,
-    outs: Any,
+    outs: Outs,
     *,
     launch_dims: int | Sequence[int] | None = None,
-    vmap_method: str | None = None,
-    input_output_aliases: dict[int, int] | None = None,
+    vmap_method: VmapMethod | None = None,
+    input_output_aliases: Mapping[int, int] | None = None,
 ) -> WarpKernel:
     """Wrap a Warp kernel as a JAX-callable XLA FFI custom call.
 

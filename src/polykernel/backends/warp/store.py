@@ -97,7 +97,7 @@ def save(target: str, parts: dict[str, Any], module_exec: Any) -> bool:
         "sig": _sig_json(parts["sig"]),
         "warp": warp.__version__,
     }
-    return publish_entry(SECTION, target, {OBJECT: data}, meta)
+    return publish_entry(SECTION, target, {OBJECT: data}, meta) is not None
 
 
 class Saved:

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from .builder import Builder
 from .frame import I64, const, dim, entry_alloca
 from .half import counted_loop
 
 __all__ = ["batch_index_function", "batch_size"]
 
 
-def batch_size(b: ir.IRBuilder, dims: ir.Value, nbatch: ir.Value) -> ir.Value:
+def batch_size(b: Builder, dims: ir.Value, nbatch: ir.Value) -> ir.Value:
     """Product of the first ``nbatch`` entries of the ``i64*`` ``dims``."""
     slot = entry_alloca(b, I64)
     b.store(const(1), slot)
 
-    def body(b: ir.IRBuilder, j: ir.Value) -> None:
+    def body(b: Builder, j: ir.Value) -> None:
         b.store(b.mul(b.load(slot), dim(b, dims, j)), slot)
 
     counted_loop(b, nbatch, body)
@@ -39,12 +40,12 @@ def batch_index_function(module: ir.Module) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(I64, [I64, ptr, I64, ptr]), name=name)
     fn.linkage = "internal"
     elem, out_dims, nbatch, in_dims = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b = Builder(fn.append_basic_block("entry"))
     lin, mult, rem = (entry_alloca(b, I64) for _ in range(3))
     for slot, value in ((lin, const(0)), (mult, const(1)), (rem, elem)):
         b.store(value, slot)
 
-    def body(b: ir.IRBuilder, step: ir.Value) -> None:
+    def body(b: Builder, step: ir.Value) -> None:
         j = b.sub(b.sub(nbatch, const(1)), step)  # innermost dim first
         od, d = dim(b, out_dims, j), dim(b, in_dims, j)
         r = b.load(rem)

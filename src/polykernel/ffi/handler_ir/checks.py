@@ -16,6 +16,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import abi
+from .builder import Builder
 from .frame import I8, I32, I64, Buffer, FrameReader, const, dim, load
 
 __all__ = ["Checker"]
@@ -24,7 +25,7 @@ __all__ = ["Checker"]
 class Checker:
     """Collects failing branches into one error block (phi nodes per number)."""
 
-    def __init__(self, builder: ir.IRBuilder, error_block: ir.Block) -> None:
+    def __init__(self, builder: Builder, error_block: ir.Block) -> None:
         self.b = builder
         self.error_block = error_block
         with builder.goto_block(error_block):
@@ -35,18 +36,19 @@ class Checker:
         builder = self.b
         values = [_i64(builder, v) for v in (kind, a, b, c)]  # before the branch
         ok = builder.append_basic_block("ok")
-        builder.cbranch(cond, self.error_block, ok)
-        builder.block.terminator.set_weights([1, 1000])  # failing is unlikely
+        branch = builder.cbranch(cond, self.error_block, ok)
+        branch.set_weights([1, 1000])  # failing is unlikely
         for phi, value in zip(self.phis, values, strict=True):
             phi.add_incoming(value, builder.block)
         builder.position_at_end(ok)
 
     def counts(self, frame: FrameReader, nin: int, nout: int, nattr: int) -> None:
         got = frame.counts()
-        bad = None
+        bad: ir.Value | None = None
         for value, want in zip(got, (nin, nout, nattr), strict=True):
             ne = self.b.icmp_signed("!=", value, const(want))
             bad = ne if bad is None else self.b.or_(bad, ne)
+        assert bad is not None  # three counts were compared
         self.fail_if(bad, 0, *got)
 
     def header(self, buf: Buffer) -> None:
@@ -69,7 +71,9 @@ class Checker:
         else:
             self.fail_if(bad, 2, buf.index, b.sext(buf.code, I64), buf.frame_rank)
 
-    def attribute(self, frame: FrameReader, index: int, name: str, dtype: str):
+    def attribute(
+        self, frame: FrameReader, index: int, name: str, dtype: str
+    ) -> ir.Value:
         """Type tag, dtype and name of attribute ``index``; returns its value ptr."""
         b = self.b
         tag, name_ptr, name_len, scalar = frame.attribute(index)
@@ -92,7 +96,7 @@ class Checker:
         """Each of ``buf``'s batch dims is 1 (inputs only) or equals the outputs'."""
         from .half import counted_loop
 
-        def body(b: ir.IRBuilder, j: ir.Value) -> None:
+        def body(b: Builder, j: ir.Value) -> None:
             d, od = dim(b, buf.dims, j), dim(b, out_dims, j)
             bad = b.icmp_signed("!=", d, od)
             if buf.role == "input":
@@ -104,7 +108,7 @@ class Checker:
         counted_loop(self.b, nbatch, body)
 
 
-def _i64(builder: ir.IRBuilder, value) -> ir.Value:
+def _i64(builder: Builder, value) -> ir.Value:
     if isinstance(value, int):
         return const(value)
     if value.type == I64:
@@ -112,7 +116,7 @@ def _i64(builder: ir.IRBuilder, value) -> ir.Value:
     return builder.sext(value, I64)
 
 
-def _name_differs(b: ir.IRBuilder, ptr: ir.Value, length: ir.Value, name: str):
+def _name_differs(b: Builder, ptr: ir.Value, length: ir.Value, name: str):
     """i1: the byte span ``(ptr, length)`` is not ``name`` (bytes compared only
     when the lengths match, so a shorter name is never read past its end)."""
     raw = name.encode()

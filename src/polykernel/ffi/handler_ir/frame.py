@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from .. import abi
+from .builder import Builder
 
 __all__ = [
     "I8", "I32", "I64", "PTR", "Buffer", "FrameReader", "const", "dim",
@@ -30,13 +31,13 @@ def const(value: int, ty: ir.IntType = I64) -> ir.Constant:
     return ir.Constant(ty, value)
 
 
-def address(builder: ir.IRBuilder, base: ir.Value, offset: int | ir.Value) -> ir.Value:
+def address(builder: Builder, base: ir.Value, offset: int | ir.Value) -> ir.Value:
     """``(i8*)base + offset`` (``offset`` in bytes)."""
     off = offset if isinstance(offset, ir.Value) else const(offset)
     return builder.gep(builder.bitcast(base, PTR), [off], inbounds=True)
 
 
-def entry_alloca(builder: ir.IRBuilder, ty: ir.Type) -> ir.Value:
+def entry_alloca(builder: Builder, ty: ir.Type) -> ir.Value:
     """Stack slot in the function's entry block (so a loop never grows the stack,
     and LLVM can promote it to a register)."""
     entry = builder.function.entry_basic_block
@@ -47,7 +48,9 @@ def entry_alloca(builder: ir.IRBuilder, ty: ir.Type) -> ir.Value:
         return builder.alloca(ty)
 
 
-def load(builder: ir.IRBuilder, base: ir.Value, offset: int, ty: ir.Type) -> ir.Value:
+def load(
+    builder: Builder, base: ir.Value, offset: int, ty: ir.Type
+) -> ir.Instruction:
     """Load a ``ty`` stored at ``base + offset``."""
     return builder.load(
         builder.bitcast(address(builder, base, offset), ty.as_pointer())
@@ -63,18 +66,19 @@ class Buffer:
     dtype: str  # the dtype the handler was built for
     rank: int  # the rank it was built for (without batch dims)
     ptr: ir.Value  # XLA_FFI_Buffer*
-    code: ir.Value = None  # i32 dtype code in the frame
-    frame_rank: ir.Value = None  # i64
-    dims: ir.Value = None  # i64* to all dims (batch dims first)
-    data: ir.Value = None  # i8*
+    code: ir.Value  # i32 dtype code in the frame
+    frame_rank: ir.Value  # i64
+    dims: ir.Value  # i64* to all dims (batch dims first)
+    data: ir.Value  # i8*
+    # Set once the frame is checked (``handler._core_dims``):
     core_dims: list[ir.Value] | None = None  # the trailing `rank` dims, i64
-    count: ir.Value = None  # elements per batch element, i64
+    count: ir.Value | None = None  # elements per batch element, i64
 
 
 class FrameReader:
     """Emits loads of the frame's fields at the builder's position."""
 
-    def __init__(self, builder: ir.IRBuilder, frame: ir.Value) -> None:
+    def __init__(self, builder: Builder, frame: ir.Value) -> None:
         self.b = builder
         self.frame = frame
 
@@ -107,9 +111,11 @@ class FrameReader:
 
     def counts(self) -> tuple[ir.Value, ir.Value, ir.Value]:
         """Numbers of arguments, results and attributes (i64 each)."""
-        return tuple(
-            load(self.b, self.frame, off, I64)
-            for off in (abi.FRAME_ARGS_SIZE, abi.FRAME_RETS_SIZE, abi.FRAME_ATTRS_SIZE)
+        b, frame = self.b, self.frame
+        return (
+            load(b, frame, abi.FRAME_ARGS_SIZE, I64),
+            load(b, frame, abi.FRAME_RETS_SIZE, I64),
+            load(b, frame, abi.FRAME_ATTRS_SIZE, I64),
         )
 
     def buffer(self, role: str, index: int, dtype: str, rank: int) -> Buffer:
@@ -144,7 +150,7 @@ class FrameReader:
         return tag, name_ptr, name_len, load(b, values, 8 * index, PTR)
 
 
-def dim(builder: ir.IRBuilder, dims: ir.Value, index: ir.Value | int) -> ir.Value:
+def dim(builder: Builder, dims: ir.Value, index: ir.Value | int) -> ir.Value:
     """``dims[index]`` of an ``i64*``."""
     idx = index if isinstance(index, ir.Value) else const(index)
     return builder.load(builder.gep(dims, [idx], inbounds=True))

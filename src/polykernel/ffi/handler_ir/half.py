@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from .builder import Builder
 from .frame import I16, I32, I64, const
 
 __all__ = ["conversion_function", "counted_loop"]
@@ -19,7 +20,7 @@ __all__ = ["conversion_function", "counted_loop"]
 F32 = ir.FloatType()
 
 
-def counted_loop(builder: ir.IRBuilder, count: ir.Value, body) -> None:
+def counted_loop(builder: Builder, count: ir.Value, body) -> None:
     """Emit ``for i in range(count): body(builder, i)``."""
     start = builder.block
     head = builder.append_basic_block("loop.head")
@@ -41,7 +42,7 @@ def _i32(v: int) -> ir.Constant:
     return const(v & 0xFFFFFFFF, I32)
 
 
-def _f16_to_f32(b: ir.IRBuilder, h: ir.Value) -> ir.Value:
+def _f16_to_f32(b: Builder, h: ir.Value) -> ir.Value:
     h = b.zext(h, I32)
     sign = b.shl(b.and_(h, _i32(0x8000)), _i32(16))
     exp = b.and_(b.lshr(h, _i32(10)), _i32(0x1F))
@@ -58,7 +59,7 @@ def _f16_to_f32(b: ir.IRBuilder, h: ir.Value) -> ir.Value:
     return b.bitcast(b.or_(bits, sign), F32)
 
 
-def _f32_to_f16(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+def _f32_to_f16(b: Builder, x: ir.Value) -> ir.Value:
     # F. Giesen's float_to_half_fast3_rtne, on integers
     f = b.bitcast(x, I32)
     sign = b.and_(f, _i32(0x80000000))
@@ -78,11 +79,11 @@ def _f32_to_f16(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.trunc(b.or_(bits, b.lshr(sign, _i32(16))), I16)
 
 
-def _bf16_to_f32(b: ir.IRBuilder, h: ir.Value) -> ir.Value:
+def _bf16_to_f32(b: Builder, h: ir.Value) -> ir.Value:
     return b.bitcast(b.shl(b.zext(h, I32), _i32(16)), F32)
 
 
-def _f32_to_bf16(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+def _f32_to_bf16(b: Builder, x: ir.Value) -> ir.Value:
     f = b.bitcast(x, I32)
     is_nan = b.icmp_unsigned(">", b.and_(f, _i32(0x7FFFFFFF)), _i32(0x7F800000))
     bias = b.add(_i32(0x7FFF), b.and_(b.lshr(f, _i32(16)), _i32(1)))
@@ -112,10 +113,10 @@ def conversion_function(module: ir.Module, dtype: str, direction: str) -> ir.Fun
     for arg in fn.args[:2]:
         arg.add_attribute("noalias")
     src, dst, n = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b = Builder(fn.append_basic_block("entry"))
     convert = _CONVERT[(dtype, direction)]
 
-    def body(b: ir.IRBuilder, i: ir.Value) -> None:
+    def body(b: Builder, i: ir.Value) -> None:
         value = b.load(b.gep(src, [i], inbounds=True))
         b.store(convert(b, value), b.gep(dst, [i], inbounds=True))
 

@@ -26,8 +26,9 @@ from llvmlite import ir
 
 from .. import abi
 from .batch import batch_index_function, batch_size
+from .builder import Builder
 from .checks import Checker
-from .frame import I64, PTR, Buffer, FrameReader, const, dim
+from .frame import I32, I64, PTR, Buffer, FrameReader, const, dim
 from .pyerror import call_helper, cstring, gil_ensure, gil_release
 from .scratch import Scratch
 from .signature import Signature
@@ -51,7 +52,7 @@ class KernelArgs:
     attrs: list[tuple[ir.Value, str]]  # (pointer to the scalar, dtype)
 
 
-EmitCall = Callable[[ir.IRBuilder, KernelArgs], ir.Value]
+EmitCall = Callable[[Builder, KernelArgs], ir.Value]
 
 
 def define_handler(
@@ -60,7 +61,7 @@ def define_handler(
     """Define the external handler ``name`` in ``module`` (see the module doc)."""
     fn = ir.Function(module, ir.FunctionType(PTR, [PTR]), name=name)
     frame_arg = fn.args[0]
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b = Builder(fn.append_basic_block("entry"))
     frame = FrameReader(b, frame_arg)
     null = ir.Constant(PTR, None)
     _answer_metadata_and_stages(b, frame, null)
@@ -89,7 +90,7 @@ def define_handler(
     return fn
 
 
-def _answer_metadata_and_stages(b: ir.IRBuilder, frame: FrameReader, null) -> None:
+def _answer_metadata_and_stages(b: Builder, frame: FrameReader, null) -> None:
     ext = frame.extension()
     has_ext = b.append_basic_block("ext")
     answer = b.append_basic_block("metadata")
@@ -102,7 +103,7 @@ def _answer_metadata_and_stages(b: ir.IRBuilder, frame: FrameReader, null) -> No
     b.ret(null)
     b.position_at_end(execute)
     stage = frame.stage()
-    with b.if_then(b.icmp_signed("!=", stage, const(abi.STAGE_EXECUTE, stage.type))):
+    with b.if_then(b.icmp_signed("!=", stage, const(abi.STAGE_EXECUTE, I32))):
         b.ret(null)
 
 
@@ -119,7 +120,7 @@ def _check_batch(b, check: Checker, bufs, out0: Buffer, nbatch, no_inputs) -> No
             check.batch_dims(buf, nbatch, out0.dims)
 
 
-def _core_dims(b: ir.IRBuilder, buf: Buffer, nbatch: ir.Value) -> None:
+def _core_dims(b: Builder, buf: Buffer, nbatch: ir.Value) -> None:
     dims = [dim(b, buf.dims, b.add(nbatch, const(j))) for j in range(buf.rank)]
     count = const(1)
     for d in dims:
@@ -134,7 +135,7 @@ def _batch_loop(b, sig, bufs, nbatch, out0, total, scratch, emit_call, args) -> 
     index_fn = batch_index_function(b.module)
     batched = b.icmp_signed("!=", nbatch, const(0))
 
-    def body(b: ir.IRBuilder, elem: ir.Value) -> None:
+    def body(b: Builder, elem: ir.Value) -> None:
         views = []
         for k, buf in enumerate(bufs):
             lin = elem
@@ -155,7 +156,7 @@ def _batch_loop(b, sig, bufs, nbatch, out0, total, scratch, emit_call, args) -> 
     counted_loop(b, total, body)
 
 
-def _call_if(b: ir.IRBuilder, cond: ir.Value, fn: ir.Function, args) -> ir.Value:
+def _call_if(b: Builder, cond: ir.Value, fn: ir.Function, args) -> ir.Value:
     """``cond ? fn(*args) : 0`` with the call only on the taken path."""
     start = b.block
     call_block = b.append_basic_block("call")
@@ -172,7 +173,7 @@ def _call_if(b: ir.IRBuilder, cond: ir.Value, fn: ir.Function, args) -> ir.Value
 
 
 def _frame_error(block: ir.Block, check: Checker, api, label_ptr) -> None:
-    b = ir.IRBuilder(block)
+    b = Builder(block)
     b.position_at_end(block)
     kind, x, y, z = check.phis
     state = gil_ensure(b)

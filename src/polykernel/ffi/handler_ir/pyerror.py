@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from llvmlite import ir
 
 from .. import abi
+from .builder import Builder
 from .frame import I8, I32, I64, PTR, address, const, entry_alloca
 
 __all__ = ["call_helper", "capi", "cstring", "error_create", "gil_ensure"]
@@ -48,7 +49,7 @@ def capi(module: ir.Module, name: str) -> ir.Function:
     return ir.Function(module, fnty, name=name)
 
 
-def cstring(builder: ir.IRBuilder, text: str) -> ir.Value:
+def cstring(builder: Builder, text: str) -> ir.Value:
     """A pointer to a NUL-terminated private constant holding ``text``."""
     module = builder.module
     data = bytearray(text.encode("utf-8", "replace") + b"\0")
@@ -58,21 +59,24 @@ def cstring(builder: ir.IRBuilder, text: str) -> ir.Value:
     gv.global_constant = True
     gv.linkage = "private"
     gv.unnamed_addr = True
-    gv.initializer = ir.Constant(ir.ArrayType(I8, len(data)), data)
-    return gv.bitcast(PTR)  # a constant expression: valid in every block
+    # llvmlite (no type hints) sets `initializer` to None in __init__ only and its
+    # generated `bitcast` looks like it returns None: both wrong, hence the ignores.
+    gv.initializer = ir.Constant(ir.ArrayType(I8, len(data)), data)  # pyright: ignore[reportAttributeAccessIssue]
+    # a constant expression: valid in every block
+    return gv.bitcast(PTR)  # pyright: ignore[reportReturnType]
 
 
-def gil_ensure(builder: ir.IRBuilder) -> ir.Value:
+def gil_ensure(builder: Builder) -> ir.Value:
     """Take the GIL (from any thread); pass the result to :func:`gil_release`."""
     return builder.call(capi(builder.module, "PyGILState_Ensure"), [])
 
 
-def gil_release(builder: ir.IRBuilder, state: ir.Value) -> None:
+def gil_release(builder: Builder, state: ir.Value) -> None:
     builder.call(capi(builder.module, "PyGILState_Release"), [state])
 
 
 def error_create(
-    builder: ir.IRBuilder, api: ir.Value, message: ir.Value, errc: int
+    builder: Builder, api: ir.Value, message: ir.Value, errc: int
 ) -> ir.Value:
     """``XLA_FFI_Error_Create(&{size, NULL, message, errc})`` through the API table."""
     struct = ir.LiteralStructType([I64, PTR, PTR, I32])
@@ -90,7 +94,7 @@ def error_create(
 
 
 def call_helper(
-    builder: ir.IRBuilder,
+    builder: Builder,
     api: ir.Value,
     method: str,
     fmt: str,

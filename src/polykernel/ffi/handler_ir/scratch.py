@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from .builder import Builder
 from .frame import I16, I64, PTR, Buffer, const
 from .half import F32, conversion_function
 from .signature import Signature
@@ -23,7 +24,7 @@ _ALIGN = 64
 class Scratch:
     """Allocates the copies at construction (after the frame checks)."""
 
-    def __init__(self, b: ir.IRBuilder, sig: Signature, bufs: list[Buffer], check):
+    def __init__(self, b: Builder, sig: Signature, bufs: list[Buffer], check):
         self.sig, self.bufs = sig, bufs
         self.offsets: dict[int, ir.Value] = {}
         self.data: dict[int, ir.Value] = {}  # this element's slice, per output
@@ -37,6 +38,7 @@ class Scratch:
                 self.offsets[k] = self.offsets[shared]
                 continue
             self.offsets[k] = total
+            assert buf.count is not None  # set with the core dims, before Scratch
             size = b.mul(buf.count, const(4))
             total = b.add(total, b.and_(b.add(size, const(_ALIGN - 1)), const(-_ALIGN)))
         self.base = None
@@ -51,7 +53,7 @@ class Scratch:
         )
         check.fail_if(failed, 7, total, 0, 0)
 
-    def view(self, b: ir.IRBuilder, k: int, buf: Buffer, data: ir.Value):
+    def view(self, b: Builder, k: int, buf: Buffer, data: ir.Value):
         """``(pointer, core dims, dtype)`` the kernel sees for buffer ``k``."""
         if k not in self.offsets:
             return data, buf.core_dims, self.sig.view_dtype(buf.dtype)
@@ -67,7 +69,7 @@ class Scratch:
             self.data[k] = data
         return temp, buf.core_dims, "float32"
 
-    def write_back(self, b: ir.IRBuilder) -> None:
+    def write_back(self, b: Builder) -> None:
         """Round each converted output's copy into its half-precision slice."""
         for k, data in self.data.items():
             buf = self.bufs[k]
@@ -79,7 +81,7 @@ class Scratch:
             ]
             b.call(convert, [*args, buf.count])
 
-    def free(self, b: ir.IRBuilder) -> None:
+    def free(self, b: Builder) -> None:
         if self.base is not None:
             b.call(_declare(b.module, "free", ir.VoidType(), [PTR]), [self.base])
 
