@@ -99,7 +99,7 @@ lint: $(VENV)/.installed
 # [nodejs] its runtime, both from PyPI: no npm registry needed.
 PYRIGHT := pyright[nodejs]==1.1.414
 typecheck: $(VENV)/.installed
-	$(PY) -m pip install --quiet --disable-pip-version-check "$(PYRIGHT)"
+	$(PY) -m pip install -qq --disable-pip-version-check "$(PYRIGHT)"
 	$(VENV)/bin/pyright --pythonpath $(PY)
 
 # The documentation site. Its tools need neither polykernel nor JAX: mkdocstrings reads
