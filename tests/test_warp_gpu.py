@@ -128,3 +128,19 @@ def test_launches_on_a_gpu():
     y = jax.device_put(jnp.ones(N, jnp.float32), gpu)
     np.testing.assert_allclose(jax.jit(lambda a, b: f(a, b, alpha=2.0))(x, y),
                                2 * np.arange(N) + 1)  # fmt: skip
+
+
+@wp.kernel
+def typed_saxpy(x: wp.array[wp.float32], alpha: wp.float32,
+                y: wp.array[wp.float32], out: wp.array[wp.float32]):  # fmt: skip
+    i = wp.tid()
+    out[i] = alpha * x[i] + y[i]
+
+
+@pytest.mark.slow
+def test_typed_array_annotations_build_with_the_same_launch_layout():
+    build = build_cuda(typed_saxpy, ["sm_90"])
+    spec = _spec(typed_saxpy, build)
+    ptx = next(im for im in build.images if im.kind == "ptx")
+    assert _ptx_params(ptx.data, build.entry) == [p.size for p in spec.params]
+    assert [p.size for p in spec.params] == [24, 56, 4, 56, 56]

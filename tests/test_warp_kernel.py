@@ -250,3 +250,29 @@ def _generic(x: wp.array(dtype=typing.Any), out: wp.array(dtype=wp.float32)):
 def test_parameter_types_polykernel_cannot_pass_are_refused(kernel, message):
     with pytest.raises(TypeError, match=message):
         pk.warp_kernel(kernel, F32)
+
+
+@wp.kernel
+def typed_scale(x: wp.array[wp.float32], m: wp.array2d[wp.int32],
+                out: wp.array[wp.float32]):  # fmt: skip
+    i = wp.tid()
+    out[i] = 2.0 * x[i] + float(m[0, i])
+
+
+def test_typed_array_annotations_are_plain_arrays():
+    # Warp's typed form wp.array[dtype] is an annotation object, not a wp.array.
+    f = pk.warp_kernel(typed_scale, jax.ShapeDtypeStruct((3,), jnp.float32))
+    x = jnp.arange(3, dtype=jnp.float32)
+    m = jnp.ones((1, 3), jnp.int32)
+    np.testing.assert_array_equal(f(x, m), 2 * np.asarray(x) + 1)
+    np.testing.assert_array_equal(jax.jit(f)(x, m), 2 * np.asarray(x) + 1)
+
+
+def test_an_indexed_array_parameter_is_refused_by_name():
+    @wp.kernel
+    def gather(x: wp.indexedarray[wp.float32], out: wp.array[wp.float32]):
+        i = wp.tid()
+        out[i] = x[i]
+
+    with pytest.raises(pk.KernelTypeError, match="parameter 'x'"):
+        pk.warp_kernel(gather, jax.ShapeDtypeStruct((3,), jnp.float32))(jnp.ones(3))

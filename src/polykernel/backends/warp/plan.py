@@ -98,6 +98,14 @@ def _scalar_dtype(key: str, label: str, t: Any) -> str:
     )
 
 
+def _is_plain_array(t: Any) -> bool:
+    """``wp.array(dtype=..., ndim=...)`` or its typed form ``wp.array[dtype]`` /
+    ``wp.array2d[dtype]`` (an annotation object whose concrete class is ``array``);
+    never an indexed or fabric array."""
+    cls = getattr(t, "_concrete_cls", type(t))
+    return getattr(cls, "__name__", "") == "array" and hasattr(t, "ndim")
+
+
 def describe_kernel(kernel: Any) -> KernelPlan:
     """The :class:`KernelPlan` of a ``@wp.kernel`` (duck-typed: ``key``,
     ``adj.args`` with ``label``/``type``, ``adj.kernel_dim``).
@@ -116,7 +124,7 @@ def describe_kernel(kernel: Any) -> KernelPlan:
     args, offset = [], 0
     for var in kernel.adj.args:
         t = var.type
-        if type(t).__name__ == "array" and hasattr(t, "ndim"):
+        if _is_plain_array(t):
             dtype_name = getattr(t.dtype, "__name__", repr(t.dtype))
             if dtype_name not in _SCALAR_SIZES:
                 raise KernelTypeError(
