@@ -43,6 +43,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import argparse  # noqa: E402
 import ctypes  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -55,7 +56,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 from _timing import time_all  # noqa: E402
 
 BIG = 1 << 24
@@ -72,24 +74,30 @@ def _jnp_add(n: int) -> Binary:
     return jnp.add
 
 
+FLOOR_TARGET = "bench_gpu_ffi_floor_add"
+
+
+@functools.cache
+def _floor_library() -> ctypes.CDLL:
+    """Build ``ffi_floor.cu`` with nvcc and register its handler (once)."""
+    source = HERE / "ffi_floor.cu"
+    library = Path(_RUN_DIR) / "libffi_floor.so"
+    command = ["nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
+               "-arch=native", f"-I{jax.ffi.include_dir()}", str(source),
+               "-o", str(library)]  # fmt: skip
+    built = subprocess.run(command, capture_output=True, text=True)
+    if built.returncode:
+        raise RuntimeError(f"nvcc failed for {source}:\n{built.stderr[-2000:]}")
+    lib = ctypes.cdll.LoadLibrary(str(library))
+    lib.floor_handler_runs.restype = ctypes.c_longlong
+    jax.ffi.register_ffi_target(FLOOR_TARGET, jax.ffi.pycapsule(lib.FloorAdd),
+                                platform="CUDA")  # fmt: skip
+    return lib
+
+
 def _ffi_floor(n: int) -> Binary:
-    name = "bench_gpu_ffi_floor_add"
-    if not getattr(_ffi_floor, "registered", False):
-        source = Path(__file__).resolve().parent / "ffi_floor.cu"
-        library = Path(_RUN_DIR) / "libffi_floor.so"
-        command = ["nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC",
-                   "-arch=native", f"-I{jax.ffi.include_dir()}", str(source),
-                   "-o", str(library)]  # fmt: skip
-        built = subprocess.run(command, capture_output=True, text=True)
-        if built.returncode:
-            raise RuntimeError(f"nvcc failed for {source}:\n{built.stderr[-2000:]}")
-        lib = ctypes.cdll.LoadLibrary(str(library))
-        lib.floor_handler_runs.restype = ctypes.c_longlong
-        jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(lib.FloorAdd),
-                                    platform="CUDA")  # fmt: skip
-        _ffi_floor.registered = True  # type: ignore[attr-defined]
-        _ffi_floor.runs = lib.floor_handler_runs  # type: ignore[attr-defined]
-    return jax.ffi.ffi_call(name, jax.ShapeDtypeStruct((n,), F32))
+    _floor_library()
+    return jax.ffi.ffi_call(FLOOR_TARGET, jax.ShapeDtypeStruct((n,), F32))
 
 
 def _numba_cuda_add(n: int) -> Binary:
@@ -140,22 +148,8 @@ def _triton_add(n: int) -> Binary:
     return lambda x, y: f(x, y, n=n)
 
 
-#: 4 floats per thread through float4 loads (XLA's buffers are 16-byte aligned).
-ADD_KERNEL = r"""
-__global__ void add_kernel(const float* x, const float* y, float* out, int64_t n) {
-  int64_t i = 4 * (blockIdx.x * (int64_t)blockDim.x + threadIdx.x);
-  if (i + 3 < n) {
-    float4 a = *reinterpret_cast<const float4*>(x + i);
-    float4 b = *reinterpret_cast<const float4*>(y + i);
-    *reinterpret_cast<float4*>(out + i) =
-        make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-  } else {
-    for (int64_t k = i; k < n; ++k) out[k] = x[k] + y[k];
-  }
-}
-"""
-
-CUDA_ADD = ADD_KERNEL + r"""
+#: The cuda_raw case: the floor's kernel (add_kernel.cuh) behind a polykernel function.
+CUDA_ADD = (HERE / "add_kernel.cuh").read_text() + r"""
 void add(const pk::Tensor& x, const pk::Tensor& y, pk::Tensor& out,
          cudaStream_t stream) {
   int64_t n = x.numel();
@@ -216,7 +210,7 @@ TARGETS = {
 
 def floor_runs_per_chain(chain: Callable[[], Any], repeat: int = 20) -> float:
     """How often the floor's handler ran per run of its 100-call chain."""
-    runs = _ffi_floor.runs  # type: ignore[attr-defined]
+    runs = _floor_library().floor_handler_runs
     jax.block_until_ready(chain())
     before = runs()
     for _ in range(repeat):

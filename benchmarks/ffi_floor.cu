@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 
+#include "add_kernel.cuh"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -18,20 +19,6 @@ namespace ffi = xla::ffi;
 static std::atomic<long long> handler_runs{0};
 extern "C" long long floor_handler_runs() { return handler_runs.load(); }
 
-// The same kernel as bench_gpu.py's cuda_raw case: 4 floats per thread (float4).
-__global__ void floor_add_kernel(const float* x, const float* y, float* out,
-                                 int64_t n) {
-  int64_t i = 4 * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
-  if (i + 3 < n) {
-    float4 a = *reinterpret_cast<const float4*>(x + i);
-    float4 b = *reinterpret_cast<const float4*>(y + i);
-    *reinterpret_cast<float4*>(out + i) =
-        make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-  } else {
-    for (int64_t k = i; k < n; ++k) out[k] = x[k] + y[k];
-  }
-}
-
 static ffi::Error FloorAddImpl(cudaStream_t stream, ffi::Buffer<ffi::F32> x,
                                ffi::Buffer<ffi::F32> y,
                                ffi::ResultBuffer<ffi::F32> out) {
@@ -40,8 +27,8 @@ static ffi::Error FloorAddImpl(cudaStream_t stream, ffi::Buffer<ffi::F32> x,
   const int threads = 256;
   const int64_t blocks = (n + 4 * threads - 1) / (4 * threads);
   if (blocks > 0) {
-    floor_add_kernel<<<blocks, threads, 0, stream>>>(x.typed_data(), y.typed_data(),
-                                                     out->typed_data(), n);
+    add_kernel<<<blocks, threads, 0, stream>>>(x.typed_data(), y.typed_data(),
+                                               out->typed_data(), n);
   }
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return ffi::Error::Internal(cudaGetErrorString(err));

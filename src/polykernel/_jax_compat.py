@@ -29,6 +29,7 @@ __all__ = [
     "bump_dispatch_epoch",
     "config_value",
     "custom_partitioning",
+    "default_device_platform",
     "gpu_target_context",
     "has_jvp_rule",
     "has_transpose_rule",
@@ -306,7 +307,7 @@ def gpu_target_context(aot_device_kind: str) -> Any:
     device = jax.sharding.get_abstract_mesh().abstract_device
     if device is not None and platform_of(device.platform) == Platform.GPU:
         return contextlib.nullcontext()
-    if platform_of(_default_device().platform) == Platform.GPU:
+    if default_device_platform() == Platform.GPU:
         return contextlib.nullcontext()
     try:
         gpus = jax.devices("gpu")
@@ -317,11 +318,12 @@ def gpu_target_context(aot_device_kind: str) -> Any:
     return abstract_gpu_target(aot_device_kind)
 
 
-def _default_device() -> Any:
-    """JAX's default device: the configured one, else the default backend's first."""
-    device = config_value("jax_default_device")
-    if device is None:
-        return jax.devices()[0]
-    if isinstance(device, str):
-        return jax.devices(device)[0]
-    return device
+def default_device_platform() -> str:
+    """The platform (ours: cpu/gpu/tpu) of JAX's default device.
+
+    The default device honours ``jax.default_device(...)`` (a device or a platform
+    name), else it is the default backend's first device.
+    """
+    device = config_value("jax_default_device") or jax.devices()[0]
+    name = device if isinstance(device, str) else device.platform
+    return platform_of(name) or name

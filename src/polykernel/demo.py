@@ -11,7 +11,6 @@ writes ``results.json`` and ``results.png`` into the output directory, with
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
 import platform as _platform
@@ -21,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ._version import __version__
+from ._version import __version__, installed_version
 from .benchmark import (
     BenchmarkConfig,
     BenchmarkResult,
@@ -102,12 +101,6 @@ def machine_info() -> dict[str, Any]:
     """
     import jax
 
-    def version(dist: str) -> str | None:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
     dists = ("jax", "jaxlib", "numpy", "numba", "scipy")
     try:
         gpus = [d.device_kind for d in jax.devices("gpu")]
@@ -118,7 +111,8 @@ def machine_info() -> dict[str, Any]:
         "cores": os.cpu_count(),
         "os": f"{_platform.system()} {_platform.release()} ({_platform.machine()})",
         "python": _platform.python_version(),
-        "versions": {"polykernel": __version__} | {d: version(d) for d in dists},
+        "versions": {"polykernel": __version__}
+        | {d: installed_version(d) for d in dists},
         "gpus": gpus,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }

@@ -22,8 +22,6 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
-from .platforms import platform_of
-
 __all__ = [
     "current_lowering_platform",
     "current_platform",
@@ -76,13 +74,9 @@ def current_platform() -> str:
     platform = _PLATFORM.get()
     if platform is not None:
         return platform
-    import jax
+    from ._jax_compat import default_device_platform
 
-    from ._jax_compat import config_value
-
-    device = config_value("jax_default_device") or jax.devices()[0]
-    name = device if isinstance(device, str) else device.platform
-    return platform_of(name) or name
+    return default_device_platform()
 
 
 def traced_for_gpu() -> bool:

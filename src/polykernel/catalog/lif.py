@@ -10,6 +10,7 @@ Batch-partitioned: sharded inputs are not gathered.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import jax
@@ -158,11 +159,13 @@ def _clear_of_threshold(v: np.ndarray, i_ext: np.ndarray) -> np.ndarray:
 
     A neuron that lands there spikes or not depending on the last bit of float32
     rounding (an FMA on the GPU, none on the CPU): the benchmark's cross-backend
-    comparison would report a mismatch that is no bug. Defaults of :func:`lif_step`.
+    comparison would report a mismatch that is no bug. Uses :func:`lif_step`'s
+    default parameters, as the benchmark does.
     """
+    p = {k: q.default for k, q in inspect.signature(lif_step).parameters.items()}
     v64 = v.astype(np.float64)
-    candidate = v64 + 0.1 * (-(v64 + 70.0) * 0.05 + i_ext)
-    close = np.abs(candidate + 55.0) < 1e-3
+    candidate = v64 + p["dt"] * (-(v64 - p["v_rest"]) * p["tau_inv"] + i_ext)
+    close = np.abs(candidate - p["v_th"]) < 1e-3
     return np.where(close, i_ext + np.float32(0.05), i_ext).astype(np.float32)
 
 

@@ -6,7 +6,6 @@ packages and no compiling.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import platform as _platform
 import shutil
@@ -22,13 +21,6 @@ def register(sub: Any, common: Any) -> None:
     p = sub.add_parser("info", parents=[common], help="versions, devices, toolchains")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=cmd_info)
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def ffi_api_version() -> str | None:
@@ -67,7 +59,7 @@ def gather_info() -> dict[str, Any]:
     import jax
 
     from .. import config
-    from .._version import __version__
+    from .._version import __version__, installed_version
     from ..tuned_defaults import defaults_path
 
     devices = jax.devices()
@@ -77,8 +69,8 @@ def gather_info() -> dict[str, Any]:
             "polykernel": __version__,
             "python": _platform.python_version(),
             "jax": jax.__version__,
-            "jaxlib": _version("jaxlib"),
-            "numpy": _version("numpy"),
+            "jaxlib": installed_version("jaxlib"),
+            "numpy": installed_version("numpy"),
         },
         "jax": {
             "default_platform": jax.default_backend(),

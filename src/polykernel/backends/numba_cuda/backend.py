@@ -8,8 +8,7 @@ process registers again once that module is imported (:mod:`.revive`).
 
 from __future__ import annotations
 
-import importlib.metadata
-
+from ..._version import installed_version
 from ...contract.protocol import Backend
 from ...platforms import Platform
 from .naming import TARGET_PATTERN
@@ -24,11 +23,11 @@ class NumbaCudaBackend(Backend):
         ok, why = super().usable(Platform.CPU)
         if not ok:
             return ok, why
-        version = f"numba-cuda {_version('numba-cuda')}"
+        version = f"numba-cuda {installed_version('numba-cuda')}"
         if platform == Platform.CPU:
             return True, f"{version}; Numba's CUDA simulator (slow, for tests)"
-        nvvm = (_version("nvidia-nvvm") or _version("nvidia-cuda-nvcc-cu12")
-                or _loaded_nvvm())  # fmt: skip
+        nvvm = (installed_version("nvidia-nvvm")
+                or installed_version("nvidia-cuda-nvcc-cu12") or _loaded_nvvm())
         compile_note = (
             f"PTX compiles here (NVVM {nvvm})"
             if nvvm
@@ -48,11 +47,6 @@ def _loaded_nvvm() -> str | None:
         return None
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 #: The numba_cuda backend.

@@ -60,19 +60,11 @@ def _simulated_closure(fn: Callable[..., Any]) -> Callable[..., Any]:
     cells, changed = [], False
     for cell in closure:
         try:
-            value = cell.cell_contents
+            stand_in = _stand_in(cell.cell_contents, cuda, SimulatedCuda())
         except ValueError:  # a cell not filled yet
-            cells.append(cell)
-            continue
-        if value is cuda:
-            value = SimulatedCuda()
-        elif _is_dispatcher(value):
-            value = _fake(value.py_func, bool(value.targetoptions.get("device")))
-        else:
-            cells.append(cell)
-            continue
-        cells.append(types.CellType(value))
-        changed = True
+            stand_in = None
+        cells.append(cell if stand_in is None else types.CellType(stand_in))
+        changed = changed or stand_in is not None
     if not changed:
         return fn
     clone = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__,
@@ -102,6 +94,16 @@ def _is_dispatcher(value: Any) -> bool:
     return type(value).__name__ == "CUDADispatcher" and hasattr(value, "py_func")
 
 
+def _stand_in(value: Any, cuda: Any, module: Any) -> Any:
+    """What a simulated launch sees instead of ``value``: a simulated kernel or
+    device function for a dispatcher, ``module`` for ``numba.cuda``; None: ``value``."""
+    if _is_dispatcher(value):
+        return _fake(value.py_func, bool(value.targetoptions.get("device")))
+    if module is not None and value is cuda:
+        return module
+    return None
+
+
 @contextlib.contextmanager
 def simulated_globals(fn: Callable[..., Any], module: Any = None) -> Iterator[None]:
     """While inside, ``fn``'s module sees simulated kernels and device functions.
@@ -116,13 +118,10 @@ def simulated_globals(fn: Callable[..., Any], module: Any = None) -> Iterator[No
     saved: dict[str, Any] = {}
     with _lock:
         for name, value in list(glob.items()):
-            if _is_dispatcher(value):
-                device = bool(value.targetoptions.get("device"))
+            stand_in = _stand_in(value, cuda, module)
+            if stand_in is not None:
                 saved[name] = value
-                glob[name] = _fake(value.py_func, device)
-            elif module is not None and value is cuda:
-                saved[name] = value
-                glob[name] = module
+                glob[name] = stand_in
         try:
             yield
         finally:
