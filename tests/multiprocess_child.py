@@ -5,7 +5,8 @@
 
 ``python multiprocess_child.py run PROCESS_ID N_PROCESSES PORT FILE``: join JAX's
 multi-controller runtime on loopback (gloo collectives, 2 CPU devices here), then on
-a 4-device mesh across the processes run the exported program, ``row_affine``
+a 4-device mesh across the processes run the C++ kernel ``kernel_library`` loaded
+at import (before ``initialize``), the exported program, ``row_affine``
 (``def_batch_partitioning``) and the catalog's ``csrmv`` (``A @ v``, ``A.T @ u``;
 numba and cuda_raw), comparing this process's shards with NumPy. Prints one JSON
 line: ``{"ok", "checks": {name: max abs error}, "numba": {target: origin},
@@ -64,6 +65,12 @@ def _error(result, expected: np.ndarray) -> float:
 
 
 def run(process_id: int, n_processes: int, port: int, artefact: str) -> dict:
+    from jax._src import xla_bridge
+
+    import kernel_library  # loads its C++ kernel at import, as libraries do
+
+    if xla_bridge.backends_are_initialized():
+        raise AssertionError("importing kernel_library started a JAX backend")
     import jax
 
     jax.config.update("jax_num_cpu_devices", 2)
@@ -91,6 +98,11 @@ def run(process_id: int, n_processes: int, port: int, artefact: str) -> dict:
         exported = pk.load_exported(fh.read())
     checks["exported"] = _error(jax.jit(exported.call)(gx, gw), want)
     checks["row_affine"] = _error(jax.jit(ops.row_affine_call)(gx, gw), want)
+
+    # The library's C++ kernel, loaded before initialize, split by rows.
+    lib_x = np.arange(ops.ROWS * ops.COLS, dtype=np.float32).reshape(ops.ROWS, -1)
+    lib_y = jax.jit(kernel_library.call, out_shardings=rows)(_global(lib_x, rows))
+    checks["library_cpp"] = _error(lib_y, kernel_library.expected(lib_x))
 
     csr, v, u = ops.csr_problem()
     a = ops.dense(csr)

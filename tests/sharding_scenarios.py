@@ -271,6 +271,35 @@ def scenario_bad_partition_result() -> dict:
     return {"error": None}
 
 
+#: Partition functions returning what is not one block per output, and the shard
+#: methods given one axis name, a wrong one or a non-name.
+JUNK_PARTITIONS = {
+    "none": lambda shard, x, *, outs: None,
+    "dict": lambda shard, x, *, outs: {"y": x},
+    "float": lambda shard, x, *, outs: 2.0,
+    "count_by_name": lambda shard, x, *, outs: x * shard.count("i"),
+    "index_by_name": lambda shard, x, *, outs: x + 0 * shard.index("i"),
+    "count_unknown_axis": lambda shard, x, *, outs: x * shard.count("dev"),
+    "index_not_a_name": lambda shard, x, *, outs: x + shard.index(5),
+}
+
+
+def scenario_partition_results() -> dict:
+    m = mesh("i")
+    x = jax.device_put(jnp.arange(N, dtype=jnp.float32), NamedSharding(m, P("i")))
+    results = {}
+    for case, partition in JUNK_PARTITIONS.items():
+        op = pk.XLACustomKernel(f"scen.partition_{case}")
+        op.def_jax_raw_kernel(lambda outs, **kw: lambda x: x * 4)
+        op.def_sharding_rule("i -> i", partition)
+        try:
+            y = jax.jit(lambda x, op=op: op(x, outs=SPEC))(x)
+            results[case] = {"values": np.asarray(y).tolist()}
+        except Exception as err:
+            results[case] = {"error": f"{type(err).__name__}: {err}"}
+    return results
+
+
 def scenario_rule_rank_mismatch() -> dict:
     op = pk.XLACustomKernel("scen.bad_rule")
     op.def_jax_raw_kernel(lambda outs, **kw: lambda x: x * 2)

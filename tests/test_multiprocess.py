@@ -1,7 +1,8 @@
 """JAX's multi-controller runtime: 2 processes x 2 CPU devices on loopback.
 
-Each process joins with ``jax.distributed.initialize`` (gloo collectives) and runs,
-on a 4-device mesh spanning both, an exported program, a Numba primitive with
+Each process imports a library that loads a C++ kernel at import, joins with
+``jax.distributed.initialize`` (gloo collectives) and runs, on a 4-device mesh
+spanning both, that kernel split by rows, an exported program, a Numba primitive with
 ``def_batch_partitioning`` and the catalog's ``csrmv`` (``A @ v`` and ``A.T @ u``,
 numba and cuda_raw), checking its own shards against NumPy
 (``multiprocess_child.py``). Run twice: with a cache directory per process (the
@@ -94,7 +95,7 @@ def _listing(root: Path) -> list[tuple[str, int, int]]:
 def _check_results(reports: list[dict]) -> None:
     for r in reports:
         assert set(r["checks"]) == {
-            "exported", "row_affine", "csrmv_numba", "csrmv_T_numba",
+            "library_cpp", "exported", "row_affine", "csrmv_numba", "csrmv_T_numba",
             "csrmv_cuda_raw", "csrmv_T_cuda_raw",
         }  # fmt: skip
         assert all(err <= 1e-4 for err in r["checks"].values()), r["checks"]
@@ -117,7 +118,7 @@ def test_a_cache_per_process_with_the_exporters_cache_as_a_read_only_tier(
         assert built[label] == PROCESSES, built
     (affine,) = [k for k in built if "row_affine" in k]
     assert built[affine] == 0 and _count(reports, "disk")[affine] == PROCESSES
-    assert [sum(r["native"].values()) for r in reports] == [1] * PROCESSES
+    assert [sum(r["native"].values()) for r in reports] == [2] * PROCESSES
     assert _listing(shipped) == before  # a read-only tier is never written
 
 
@@ -133,5 +134,9 @@ def test_one_shared_cache_builds_each_kernel_once_across_the_processes(
     for label in built:  # row_affine was built by the exporter, csrmv's by one child
         first = 0 if "row_affine" in label else 1
         assert (built[label], hits[label]) == (first, PROCESSES - first), (built, hits)
-    native = [built for r in reports for built in r["native"].values()]
-    assert sorted(native) == [False] * (PROCESSES - 1) + [True], native
+    # Each C++ module (csrmv's, the library's) was built by exactly one process.
+    modules = {name for r in reports for name in r["native"]}
+    assert len(modules) == 2, modules
+    for name in modules:
+        built_by = [r["native"][name] for r in reports]
+        assert sorted(built_by) == [False] * (PROCESSES - 1) + [True], (name, built_by)

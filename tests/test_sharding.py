@@ -35,6 +35,7 @@ SCENARIOS = [
     "bad_partition_result",
     "rule_rank_mismatch",
     "output_only_factor",
+    "partition_results",
 ]
 
 
@@ -150,6 +151,47 @@ def test_partition_function_with_wrong_block_shape_is_reported(four_devices):
         error
     )
     assert "expected this shard's outputs [((4,), dtype('float32'))]" in error
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "shown"),
+    [("none", "NoneType (None)"), ("dict", "dict ({'y': "), ("float", "float (2.0)")],
+)
+def test_a_partition_result_that_is_not_arrays_is_our_error(four_devices, case, shown):
+    error = four_devices["partition_results"][case]["error"]
+    assert (
+        f"KernelTypeError: XLACustomKernel 'scen.partition_{case}': the partition "
+        f"function returned {shown}"
+    ) in error, error
+    assert "as block 0, expected an array shaped like shard.outs[0]" in error
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "values"),
+    [("count_by_name", [4.0 * i for i in range(16)]),
+     ("index_by_name", [float(i) for i in range(16)])],
+)  # fmt: skip
+def test_shard_methods_take_one_axis_by_name(four_devices, case, values):
+    assert four_devices["partition_results"][case] == {"values": values}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "method", "shown"),
+    [("count_unknown_axis", "count", "str: 'dev'"),
+     ("index_not_a_name", "index", "int: 5")],
+)  # fmt: skip
+def test_shard_methods_refuse_what_is_not_a_mesh_axis(
+    four_devices, case, method, shown
+):
+    error = four_devices["partition_results"][case]["error"]
+    assert (
+        f"KernelTypeError: XLACustomKernel 'scen.partition_{case}': shard.{method}() "
+        f"takes mesh axis names, a tuple of them (e.g. shard.in_axes(0)) or one name, "
+        f"from ['i'] (got {shown})."
+    ) in error, error
 
 
 @pytest.mark.slow

@@ -26,10 +26,12 @@ __all__ = [
     "abstract_gpu_target",
     "apply_primitive",
     "aval_of",
+    "backends_initialised",
     "bump_dispatch_epoch",
     "config_value",
     "custom_partitioning",
     "default_device_platform",
+    "explicit_leading_axes",
     "gpu_target_context",
     "has_jvp_rule",
     "has_transpose_rule",
@@ -46,6 +48,7 @@ __all__ = [
     "set_jvp_rule",
     "set_transpose_rule",
     "shardy_enabled",
+    "unchecked_manual_axes",
     "unsharded_inputs",
     "zero_tangent",
 ]
@@ -189,6 +192,18 @@ def lowering_mesh(ctx: Any) -> Any:
     return Mesh(np.array(devices).reshape(abstract.axis_sizes), abstract.axis_names)
 
 
+def unchecked_manual_axes() -> contextlib.AbstractContextManager[Any]:
+    """Around a kernel's tracing at lowering: no varying-manual-axes checks.
+
+    The kernel sees plain arrays (:func:`unsharded_inputs`), also inside a
+    ``shard_map`` body, where JAX would otherwise ask code such as Pallas'
+    ``pallas_call`` to type its outputs with the mesh axes they vary over.
+    """
+    from jax._src import config
+
+    return config._check_vma(False)
+
+
 def unsharded_inputs(ctx: Any) -> Any:
     """``ctx`` with input avals that carry no sharding type.
 
@@ -203,6 +218,21 @@ def unsharded_inputs(ctx: Any) -> Any:
         for a in ctx.avals_in
     ]
     return ctx.replace(avals_in=plain)
+
+
+def explicit_leading_axes(x: Any) -> tuple[Any, tuple[str, ...]] | None:
+    """``(mesh, axis names)`` splitting ``x``'s leading dimension in its type, or None.
+
+    Only ``Explicit`` mesh axes appear in an array's type (``jax.typeof(x).sharding``);
+    an auto-sharded or unsharded leading dimension gives None.
+    """
+    sharding = getattr(jax.typeof(x), "sharding", None)
+    spec = getattr(sharding, "spec", None)
+    if not spec or spec[0] is None:
+        return None
+    first = spec[0]
+    names = (first,) if isinstance(first, str) else tuple(first)
+    return sharding.mesh, names  # pyright: ignore[reportOptionalMemberAccess]
 
 
 def linear_operand_positions(linear_fn: Any, example: Any, prim: Primitive) -> set[int]:
@@ -316,6 +346,17 @@ def gpu_target_context(aot_device_kind: str) -> Any:
     if gpus:
         return jax.default_device(gpus[0])
     return abstract_gpu_target(aot_device_kind)
+
+
+def backends_initialised() -> bool:
+    """Whether a JAX backend has started in this process (without starting one).
+
+    Until one has, ``jax.distributed.initialize`` and ``jax_num_cpu_devices`` may
+    still be set: polykernel never starts a backend to load or register a kernel.
+    """
+    from jax._src import xla_bridge
+
+    return xla_bridge.backends_are_initialized()
 
 
 def default_device_platform() -> str:

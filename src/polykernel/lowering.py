@@ -30,7 +30,7 @@ import numpy as np
 from jax.dtypes import canonicalize_dtype
 
 from . import backends
-from ._jax_compat import lower_fun, unsharded_inputs
+from ._jax_compat import lower_fun, unchecked_manual_axes, unsharded_inputs
 from .errors import KernelCompilationError
 from .kernel_table import KernelEntry, KernelTable
 from .platform_context import lowering_for
@@ -144,7 +144,11 @@ def make_lowering_rule(
 
             if shard_plan is not None:
                 body = partitioned(shard_plan, body)
-            with lowering_for(platform), backend_lowering_context(entry, platform):
+            with (
+                lowering_for(platform),
+                backend_lowering_context(entry, platform),
+                unchecked_manual_axes(),
+            ):
                 lowered = lower_fun(body, multiple_results=True)
                 return lowered(unsharded_inputs(ctx), *args)
         except KernelCompilationError:

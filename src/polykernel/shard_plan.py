@@ -17,7 +17,7 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-from .errors import KernelRegistrationError
+from .errors import KernelRegistrationError, KernelTypeError
 
 __all__ = ["ShardContext", "ShardPlan", "run_partition"]
 
@@ -168,15 +168,28 @@ class ShardContext:
         global index), e.g. for a factor only the outputs carry."""
         return self.index(self.out_axes(index, dim)) * self.outs[index].shape[dim]
 
-    def count(self, axes: Axes) -> int:
-        """How many blocks ``axes`` split a dimension into (1 for ``()``)."""
-        return math.prod(self.mesh.shape[a] for a in axes)
+    def count(self, axes: Axes | str) -> int:
+        """How many blocks ``axes`` split a dimension into (1 for ``()``); one mesh
+        axis may be named by its string."""
+        return math.prod(self.mesh.shape[a] for a in self._axes("count", axes))
 
-    def index(self, axes: Axes) -> Any:
+    def index(self, axes: Axes | str) -> Any:
         """This shard's block number along ``axes`` (a traced int32; 0 for ``()``)."""
-        if not axes:
+        names = self._axes("index", axes)
+        if not names:
             return np.int32(0)
-        return jax.lax.axis_index(axes[0] if len(axes) == 1 else tuple(axes))
+        return jax.lax.axis_index(names[0] if len(names) == 1 else names)
+
+    def _axes(self, method: str, axes: Any) -> tuple[str, ...]:
+        names = (axes,) if isinstance(axes, str) else axes
+        known = tuple(self.mesh.axis_names)
+        if not isinstance(names, Sequence) or any(n not in known for n in names):
+            raise KernelTypeError(
+                f"XLACustomKernel '{self._plan.owner}': shard.{method}() takes mesh "
+                f"axis names, a tuple of them (e.g. shard.in_axes(0)) or one name, "
+                f"from {list(known)} (got {type(axes).__name__}: {axes!r})."
+            )
+        return tuple(names)
 
     def call(self, *blocks: Any, outs: Any = None, **params: Any) -> list[Any]:
         """Bind the primitive on ``blocks`` (default ``outs``: this shard's ``outs``).
@@ -228,6 +241,14 @@ def run_partition(
 
 
 def _check_result(owner: str, result: list[Any], local_outs: list[Any]) -> None:
+    for k, r in enumerate(result):
+        if not _is_sds(r):
+            raise KernelTypeError(
+                f"XLACustomKernel '{owner}': the partition function returned "
+                f"{type(r).__name__} ({r!r:.60}) as block {k}, expected an array "
+                f"shaped like shard.outs[{k}]. Return one array per output (a list "
+                f"for several), shaped like shard.outs."
+            )
     got = [(tuple(r.shape), np.dtype(r.dtype)) for r in result]
     want = [(tuple(o.shape), np.dtype(o.dtype)) for o in local_outs]
     if got != want:

@@ -6,7 +6,9 @@ or a plain JAX ``Primitive``, with single or multiple results.
 * :func:`general_batching_rule` is the default ``vmap`` rule: it moves each batched
   operand's batch axis to the front and runs the primitive once per batch element under
   ``jax.lax.scan``; unbatched operands (``None`` axis) are passed whole to every step.
-  When nothing is batched it binds once and reports every output as unbatched.
+  A batch axis split over an explicit mesh stays split: each device loops over its
+  own rows (inside a ``shard_map``). When nothing is batched it binds once and
+  reports every output as unbatched.
 * :func:`defjvp` is ``jax.interpreters.ad.defjvp`` generalised to multiple-result
   primitives: one rule per input, each returning that input's tangent contribution.
 """
@@ -20,7 +22,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ._jax_compat import Primitive, Zero, aval_of, set_jvp_rule, zero_tangent
+from ._jax_compat import (
+    Primitive,
+    Zero,
+    aval_of,
+    explicit_leading_axes,
+    set_jvp_rule,
+    zero_tangent,
+)
 from .errors import KernelRegistrationError, KernelTypeError
 
 __all__ = ["defjvp", "general_batching_rule"]
@@ -101,14 +110,54 @@ def general_batching_rule(
         if axis_of[i] != 0:
             moved[i] = jnp.moveaxis(args[i], axis_of[i], 0)
 
-    def step(carry: None, slices: list[Any]) -> tuple[None, Any]:
-        operands = list(moved)
-        for i, piece in zip(batched, slices, strict=True):
-            operands[i] = piece
-        return carry, bind(*operands, **kwargs)
-
-    _, outs = jax.lax.scan(step, None, [moved[i] for i in batched])
+    outs = _loop(bind, moved, batched, kwargs)
     return outs, jax.tree.map(lambda _: 0, outs)
+
+
+def _scan(
+    bind: Callable[..., Any], operands: list[Any], batched: list[int], kwargs: Any
+) -> Any:
+    """One bind per element of the (leading) batch axis, under ``lax.scan``."""
+
+    def step(carry: None, slices: list[Any]) -> tuple[None, Any]:
+        args = list(operands)
+        for i, piece in zip(batched, slices, strict=True):
+            args[i] = piece
+        return carry, bind(*args, **kwargs)
+
+    return jax.lax.scan(step, None, [operands[i] for i in batched])[1]
+
+
+def _loop(
+    bind: Callable[..., Any], moved: list[Any], batched: list[int], kwargs: Any
+) -> Any:
+    """The batch loop, keeping a batch axis that is split over an explicit mesh.
+
+    ``lax.scan`` refuses an explicitly sharded leading axis (its slices would not
+    be replicated). Such a batch stays split: a ``shard_map`` over the mesh axes
+    that split it runs the scan on each device's own rows (unbatched operands are
+    whole on each of those devices).
+    """
+    found = next(
+        (a for a in map(explicit_leading_axes, (moved[i] for i in batched)) if a),
+        None,
+    )
+    if found is None:
+        return _scan(bind, moved, batched, kwargs)
+    mesh, names = found  # JAX types only even splits: each device has whole rows
+    split = jax.sharding.PartitionSpec(names)
+    specs = tuple(
+        split if i in batched else jax.sharding.PartitionSpec()
+        for i in range(len(moved))
+    )
+    return jax.shard_map(
+        lambda *ops: _scan(bind, list(ops), batched, kwargs),
+        mesh=mesh,
+        in_specs=specs,
+        out_specs=split,
+        axis_names=set(names),
+        check_vma=False,
+    )(*moved)
 
 
 def defjvp(primitive: Any, *jvp_rules: Callable[..., Any] | None) -> None:

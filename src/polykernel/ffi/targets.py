@@ -11,9 +11,15 @@ package. What it guarantees for every one of them:
   :class:`~polykernel.errors.KernelRegistrationError`, because XLA keeps the first
   handler of a name (the CPU registry refuses a second, the CUDA one silently keeps
   the first): a stale kernel must never run under a reused name.
-- **After the CPU backend exists.** ``jax.devices("cpu")`` runs first: a handler
-  registered before the backend starts is only checked when it starts, and a bad one
-  then breaks every JAX operation in the process (feasibility study, 2.1.4).
+- **Checked before XLA sees it, without starting JAX.** A handler registered
+  before a JAX backend starts is only checked by XLA when the backend starts, and a
+  bad one then breaks every JAX operation in the process (feasibility study,
+  2.1.4). Starting the backend first would break the user's later
+  ``jax.distributed.initialize`` or ``jax_num_cpu_devices``, since libraries load
+  kernels at import. So before a backend exists, the registry asks the handler the
+  same metadata query XLA will (:mod:`.metadata`) and refuses it unless it answers
+  with an FFI API version this jaxlib accepts; once a backend exists, XLA checks it
+  at once and its refusal is our error too.
 - **Alive for the process.** Whatever owns the handler's machine code is kept: XLA
   holds a raw function pointer.
 - **Listed and revivable.** :func:`records` is what ``list_registered_targets``, the
@@ -39,6 +45,7 @@ __all__ = [
     "Reviver",
     "Target",
     "add_reviver",
+    "check_handler",
     "list_registered_targets",
     "lookup",
     "names",
@@ -46,6 +53,7 @@ __all__ = [
     "register",
     "revive",
     "reviver_for",
+    "revivers_for",
 ]
 
 #: ``hook(target name, exported program text) -> bool``: register the target from
@@ -78,10 +86,18 @@ class Target:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class _Reviver:
+    pattern: re.Pattern[str]
+    backend: str
+    hook: Reviver
+    builtin: bool
+
+
 _lock = threading.RLock()
 _targets: dict[tuple[str, XlaPlatform], Target] = {}
 _keepalive: list[Any] = []
-_revivers: list[tuple[re.Pattern[str], str, Reviver]] = []
+_revivers: list[_Reviver] = []
 
 
 def _platform(name: str, platform: str) -> XlaPlatform:
@@ -134,17 +150,59 @@ def register(
                 f"it), so the new one would never run: register it under another "
                 f"name."
             )
-        import jax
-
-        jax.devices("cpu")
-        jax.ffi.register_ffi_target(
-            name, jax.ffi.pycapsule(address), platform=xla.value
-        )
+        _hand_to_xla(name, address, xla, backend, label)
         _targets[(name, xla)] = Target(
             name, xla, identity, backend, label, address, portable, note
         )
         _keepalive.append(owner)
         return True
+
+
+def _hand_to_xla(
+    name: str, address: int, xla: XlaPlatform, backend: str, label: str
+) -> None:
+    """``jax.ffi.register_ffi_target``, never starting a JAX backend for it."""
+    import jax
+
+    from .._jax_compat import backends_initialised
+
+    where = f"polykernel.ffi: FFI target '{name}' ({backend} '{label or name}')"
+    if not backends_initialised():
+        check_handler(where, address)
+    try:
+        jax.ffi.register_ffi_target(
+            name, jax.ffi.pycapsule(address), platform=xla.value
+        )
+    except Exception as err:  # XLA refused it (only when a backend already exists)
+        raise KernelRegistrationError(
+            f"{where}: XLA refused the handler on {xla.value}: {err}"
+        ) from err
+
+
+def check_handler(where: str, address: int) -> None:
+    """Refuse a handler XLA would refuse, by asking it XLA's metadata query.
+
+    Raises:
+        KernelRegistrationError: the handler errs on the query, or answers an FFI
+            API version this jaxlib does not accept (its major, minor 1 to its own).
+    """
+    from . import abi
+    from .metadata import query_metadata
+
+    try:
+        answer = query_metadata(address)
+    except KernelRegistrationError as err:
+        raise KernelRegistrationError(f"{where}: {err}") from err
+    major, minor = abi.installed_api_version()
+    got = answer.api_version
+    if got[0] != major or not 1 <= got[1] <= minor:
+        raise KernelRegistrationError(
+            f"{where}: the handler answers XLA's metadata query with FFI API version "
+            f"{got[0]}.{got[1]}, but this jaxlib accepts {major}.1 to "
+            f"{major}.{minor}; rebuild it against the installed jaxlib's FFI header "
+            f"(polykernel's generated handlers answer a version every supported "
+            f"jaxlib accepts)."
+        )
 
 
 def lookup(name: str, platform: str | None = None) -> Target | None:
@@ -182,38 +240,57 @@ def list_registered_targets() -> list[str]:
     return names()
 
 
-def add_reviver(backend: str, pattern: str, hook: Reviver) -> None:
+def add_reviver(backend: str, pattern: str, hook: Reviver, *,
+                builtin: bool = False) -> None:  # fmt: skip
     """Declare that ``backend`` can register targets whose name matches ``pattern``
     (a regular expression, matched whole) from the cache in a new process.
 
-    Idempotent for the same backend and pattern.
+    One reviver per backend: declaring again replaces its pattern and hook. Built-in
+    revivers (``builtin``) are asked before the others, whatever the order they were
+    declared in, so a plugin's broad pattern (``.*``) cannot shadow them.
+
+    Raises:
+        KernelRegistrationError: ``pattern`` is not a regular expression.
     """
-    compiled = re.compile(pattern)
+    try:
+        compiled = re.compile(pattern)
+    except re.error as err:
+        raise KernelRegistrationError(
+            f"polykernel.ffi: the reviver of backend '{backend}': target pattern "
+            f"{pattern!r} is not a regular expression ({err})."
+        ) from err
+    entry = _Reviver(compiled, backend, hook, builtin)
     with _lock:
-        for i, (known, owner, _) in enumerate(_revivers):
-            if known.pattern == compiled.pattern and owner == backend:
-                _revivers[i] = (compiled, backend, hook)
-                return
-        _revivers.append((compiled, backend, hook))
+        kept = [entry if r.backend == backend else r for r in _revivers]
+        if entry not in kept:
+            kept.append(entry)
+        # Stable: declaration order within built-in ones and within the others.
+        _revivers[:] = sorted(kept, key=lambda r: not r.builtin)
+
+
+def revivers_for(name: str) -> list[tuple[str, Reviver]]:
+    """``(backend, hook)`` of every reviver whose pattern matches ``name``, in the
+    order they are asked: built-in ones first, then in declaration order."""
+    with _lock:
+        return [(r.backend, r.hook) for r in _revivers if r.pattern.fullmatch(name)]
 
 
 def reviver_for(name: str) -> tuple[str, Reviver] | None:
-    """``(backend, hook)`` of the reviver whose pattern matches ``name``, or None."""
-    with _lock:
-        for pattern, backend, hook in _revivers:
-            if pattern.fullmatch(name):
-                return backend, hook
-    return None
+    """``(backend, hook)`` of the first reviver asked for ``name``, or None."""
+    found = revivers_for(name)
+    return found[0] if found else None
 
 
 def revive(name: str, program: str = "") -> bool | None:
-    """Register ``name`` from the cache through its backend's reviver.
+    """Register ``name`` from the cache through the revivers whose pattern matches.
 
-    Returns None when no backend claims the name, else whether it is registered now.
-    ``program`` is the text of the exported program that calls it (a reviver may
-    need the call's attributes, e.g. the GPU launcher's kernel ids).
+    Each is asked in turn (:func:`revivers_for`) until one registers it; one that
+    declines (returns False) lets the next try. Returns None when no backend claims
+    the name, else whether it is registered now. ``program`` is the text of the
+    exported program that calls it (a reviver may need the call's attributes, e.g.
+    the GPU launcher's kernel ids).
     """
-    found = reviver_for(name)
-    if found is None:
+    found = revivers_for(name)
+    if not found:
         return None
-    return bool(found[1](name, program))
+    return any(bool(hook(name, program)) for _, hook in found)
