@@ -70,6 +70,7 @@ BUILTIN_OF = {
     pk.UnsupportedShapeError: (TypeError, ValueError, AssertionError),
     pk.KernelCallError: (TypeError,),
     pk.AttributeValueError: (TypeError, ValueError),
+    pk.BackendHookError: (TypeError,),
     pk.KernelLookupError: (KeyError,),
     pk.UnsupportedFeatureError: (NotImplementedError,),
     pk.UnsupportedTransformError: (NotImplementedError,),

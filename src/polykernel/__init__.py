@@ -27,6 +27,7 @@ from .config import get_cache_dir as get_cache_dir, set_cache_dir as set_cache_d
 from .contract import Backend as Backend, BackendKernel as BackendKernel
 from .errors import (
     AttributeValueError as AttributeValueError,
+    BackendHookError as BackendHookError,
     BackendPreferenceWarning as BackendPreferenceWarning,
     BackendUnavailableError as BackendUnavailableError,
     BenchmarkDataFnNotProvidedError as BenchmarkDataFnNotProvidedError,
@@ -102,6 +103,7 @@ from .transforms import (
 __all__ = [
     "AttributeValueError",
     "Backend",
+    "BackendHookError",
     "BackendKernel",
     "BackendPreferenceWarning",
     "BackendUnavailableError",

@@ -29,6 +29,7 @@ describes the failure, so ``except ValueError`` (or ``TypeError``, ``ImportError
     │   │   └── UnsupportedShapeError ............ + ValueError
     │   ├── KernelCallError ...................... TypeError
     │   │   └── AttributeValueError .............. + ValueError
+    │   ├── BackendHookError ..................... TypeError
     │   ├── KernelLookupError .................... KeyError
     │   ├── KernelSourceNotFoundError ............ FileNotFoundError
     │   ├── UnsupportedFeatureError .............. NotImplementedError
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 __all__ = [
     "AttributeValueError",
+    "BackendHookError",
     "BackendPreferenceWarning",
     "BackendUnavailableError",
     "BenchmarkDataFnNotProvidedError",
@@ -268,6 +270,15 @@ class KernelCallError(KernelError, TypeError):
 
 class AttributeValueError(KernelCallError, ValueError):
     """An attribute value does not fit its declared dtype (None, out of range...)."""
+
+
+class BackendHookError(KernelError, TypeError):
+    """A backend's hook (``emit``, ``translate_error``, ``usable``, ``info_rows``)
+    returned what the backend protocol does not allow, or raised where it must not.
+
+    The message names the backend, the hook, what was expected and what came back;
+    the hook's own exception, when it raised, is chained (``__cause__``).
+    """
 
 
 class KernelLookupError(KernelError, KeyError):

@@ -7,7 +7,10 @@ One subpackage per built-in technology, all of the same shape
 ``jax_raw``. A backend written outside polykernel joins the table with
 :func:`register_backend`, or by declaring an entry point in the group
 ``polykernel.backends`` (loaded the first time the table is listed or a name is not
-found); see ``docs/architecture.md``.
+found); see ``docs/architecture.md``. A plugin is isolated (:mod:`.plugins`): an entry
+point that gives no valid backend is one ``PolykernelWarning`` and a row of
+``polykernel info`` (:func:`info_rows`, which also survives a backend's broken
+``usable``/``info_rows`` hook, :mod:`.rows`), and is skipped.
 
 This table is the one place that maps backend names to their objects: generic code
 asks it (:func:`lookup`, :func:`all_backends`) instead of comparing names. Importing
@@ -18,19 +21,23 @@ and then only its protocol object (no optional package).
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import threading
-from typing import Any
+import warnings
 
-from ..contract.protocol import Backend
-from ..errors import KernelRegistrationError, KernelTypeError
+from ..contract.backend_fields import check_fields
+from ..contract.protocol import Backend, InfoRow
+from ..errors import KernelRegistrationError, KernelTypeError, PolykernelWarning
 from ..ffi import targets
+from . import plugins
+from .rows import rows_of
 
 __all__ = [
     "BUILTIN",
     "ENTRY_POINT_GROUP",
     "all_backends",
     "backend_names",
+    "broken_plugins",
+    "info_rows",
     "install_revivers",
     "lookup",
     "reference_backends",
@@ -56,6 +63,7 @@ ENTRY_POINT_GROUP = "polykernel.backends"
 _lock = threading.RLock()
 _loaded: dict[str, Backend] = {}
 _entry_points_read = False
+_broken: list[plugins.BrokenPlugin] = []
 _revivers_installed: set[str] = set()
 
 
@@ -75,9 +83,11 @@ def register_backend(backend: Backend, *, replace: bool = False) -> Backend:
         ``backend``.
 
     Raises:
-        KernelTypeError: ``backend`` is not a ``polykernel.Backend``.
-        KernelRegistrationError: the name is taken (a built-in one, or another
-            registered object) and ``replace`` is False.
+        KernelTypeError: ``backend`` is not a ``polykernel.Backend``, or a field has
+            the wrong type.
+        KernelRegistrationError: a field has a bad value (see ``polykernel.Backend``),
+            or the name is taken (a built-in one, or another registered object) and
+            ``replace`` is False. Nothing is registered then: the name stays free.
 
     Example:
         >>> import polykernel as pk
@@ -91,6 +101,8 @@ def register_backend(backend: Backend, *, replace: bool = False) -> Backend:
             f"{type(backend).__name__}. Subclass polykernel.Backend (or instantiate "
             f"it) to describe the technology."
         )
+    # Checked again, before the name is taken: fields are plain attributes.
+    check_fields(backend)
     with _lock:
         known = _loaded.get(backend.name)
         taken = backend.name in BUILTIN or (known is not None and known is not backend)
@@ -141,6 +153,21 @@ def reference_backends() -> list[str]:
     return [b.name for b in all_backends() if b.reference]
 
 
+def broken_plugins() -> list[plugins.BrokenPlugin]:
+    """The entry points of the group that gave no backend (each was warned about
+    once and skipped), in the order they were read."""
+    _read_entry_points()
+    with _lock:
+        return list(_broken)
+
+
+def info_rows(gpu: bool) -> list[InfoRow]:
+    """The rows of ``polykernel info``: every backend's (a broken ``usable`` or
+    ``info_rows`` hook is a row saying so), then one per broken plugin."""
+    rows = [row for b in all_backends() for row in rows_of(b, gpu)]
+    return rows + [p.row() for p in broken_plugins()]
+
+
 def install_revivers() -> None:
     """Declare every backend's (and the GPU launcher's) reviver to the registry."""
     for backend in all_backends():
@@ -151,7 +178,7 @@ def install_revivers() -> None:
                 continue
             _revivers_installed.add(name)
         infra = importlib.import_module(module)
-        targets.add_reviver(name, infra.PATTERN, infra.revive)
+        targets.add_reviver(name, infra.PATTERN, infra.revive, builtin=True)
 
 
 def _install(backend: Backend) -> None:
@@ -159,7 +186,9 @@ def _install(backend: Backend) -> None:
         if backend.name in _revivers_installed or backend.target_pattern is None:
             return
         _revivers_installed.add(backend.name)
-    targets.add_reviver(backend.name, backend.target_pattern, backend.revive)
+    # Built-in revivers are asked first: a plugin's broad pattern cannot shadow them.
+    targets.add_reviver(backend.name, backend.target_pattern, backend.revive,
+                        builtin=backend.name in BUILTIN)  # fmt: skip
 
 
 def _read_entry_points() -> None:
@@ -168,23 +197,31 @@ def _read_entry_points() -> None:
         if _entry_points_read:
             return
         _entry_points_read = True
-    for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            backend: Any = point.load()
-        except Exception as err:  # a broken plugin must not break polykernel
-            import warnings
+    try:
+        points = plugins.entry_points(ENTRY_POINT_GROUP)
+    except plugins.PluginError as err:  # no entry point can be read: one record
+        found = [plugins.BrokenPlugin("*", "*", "", str(err))]
+    else:
+        found = [b for point in points if (b := _add_entry_point(point)) is not None]
+    with _lock:
+        _broken.extend(found)
+    # Warned once every good plugin is in: under -W error the first warning raises.
+    for plugin in found:
+        warnings.warn(plugin.message(), PolykernelWarning, stacklevel=3)
 
-            from ..errors import PolykernelWarning
 
-            warnings.warn(
-                f"polykernel: the backend entry point '{point.name}' "
-                f"({point.value}) failed to load: {type(err).__name__}: {err}",
-                PolykernelWarning,
-                stacklevel=2,
-            )
-            continue
-        if callable(backend) and not isinstance(backend, Backend):
-            backend = backend()
-        with _lock:
-            if backend.name not in _loaded and backend.name not in BUILTIN:
-                _loaded[backend.name] = backend
+def _add_entry_point(point: object) -> plugins.BrokenPlugin | None:
+    """Add the backend of ``point`` to the table; the record of why not, if not."""
+    try:
+        backend = plugins.backend_of(point)
+    except plugins.PluginError as err:
+        return plugins.broken(point, str(err))
+    with _lock:
+        known = _loaded.get(backend.name)
+        if backend.name not in BUILTIN and (known is None or known is backend):
+            _loaded[backend.name] = backend
+            return None
+    owner = "a built-in backend" if backend.name in BUILTIN else repr(known)
+    return plugins.broken(
+        point, f"its backend name '{backend.name}' is taken by {owner}"
+    )

@@ -41,11 +41,12 @@ def ffi_api_version() -> str | None:
 
 
 def _backends(gpu: bool) -> list[dict[str, Any]]:
-    """Every backend's rows, asked of the backend table (no optional imports)."""
+    """Every backend's rows, asked of the backend table (no optional imports; a
+    broken plugin or hook is a row saying what is wrong)."""
     from .. import backends
 
     keys = ("backend", "platform", "usable", "detail")
-    rows = [row for b in backends.all_backends() for row in b.info_rows(gpu)]
+    rows = backends.info_rows(gpu)
     return [dict(zip(keys, row, strict=True)) for row in rows]
 
 

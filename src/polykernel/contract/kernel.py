@@ -17,7 +17,10 @@ The base class does what every backend must do the same way:
    ``jax.lax.platform_dependent`` (the data's device decides), else the default
    device's platform;
 4. eager calls run through a small per-kernel cache of jitted functions, keyed by
-   shapes, dtypes, scalar values and the default platform.
+   shapes, dtypes, scalar values and the default platform;
+5. what the backend's ``emit`` and ``translate_error`` return is checked
+   (:mod:`.hooks`): one array per output of ``outs``, of its shape and dtype; an
+   exception or None. Anything else is a ``BackendHookError`` naming the hook.
 
 A backend subclass supplies :meth:`~BackendKernel.emit` (build or fetch its artefact,
 register its targets through :mod:`polykernel.ffi.targets`, emit the call) and, as
@@ -35,6 +38,7 @@ from typing import Any, ClassVar
 from ..errors import KernelCallError, KernelCompilationError, UnsupportedOperationError
 from ..platform_context import current_platform, gpu_visible, lowering_platform
 from ..platforms import Platform
+from .hooks import checked_emitted, translated_error
 from .options import check_alias_inputs, check_aliases, resolve_vmap_method
 from .outs import PER_CALL, OutSpec, as_array, normalize_outs
 from .scalars import Scalars, convert_scalars
@@ -124,7 +128,9 @@ class BackendKernel:
     def emit(
         self, platform: Platform, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec
     ) -> Sequence[Any]:
-        """Emit the call on ``platform`` (JAX values in, one value per output out)."""
+        """Emit the call on ``platform``: JAX values in, a list with one JAX array per
+        output of ``outs`` (of its shape and dtype: checked, a ``BackendHookError``
+        otherwise) out."""
         raise NotImplementedError
 
     def scalar_key(self, scalars: Scalars) -> Any:
@@ -132,7 +138,9 @@ class BackendKernel:
         return tuple((n, v.dtype.str, v.item()) for n, v in scalars)
 
     def translate_error(self, err: Exception) -> Exception | None:
-        """An error of an eager call, as the backend wants it raised (None: as is)."""
+        """An error of an eager call, as the backend wants it raised: an exception
+        instance, or None to raise it as is (anything else, or raising here, is a
+        ``BackendHookError`` keeping ``err``'s message)."""
         return None
 
     # -- the core ---------------------------------------------------------------------
@@ -169,7 +177,7 @@ class BackendKernel:
         try:
             return fn(*arrays)
         except Exception as err:
-            translated = self.translate_error(err)
+            translated = translated_error(self, err, self.translate_error)
             if translated is None:
                 raise
             raise translated from err
@@ -202,13 +210,13 @@ class BackendKernel:
 
             # Used on its own where JAX has a GPU: the data's device decides.
             def on(p: Platform) -> Callable[..., list[Any]]:
-                return lambda *xs: list(self.emit(p, xs, scalars, outs))
+                return lambda *xs: self._emit(p, xs, scalars, outs)
 
             def on_gpu(*xs: Any) -> list[Any]:
                 from .unavailable import unavailable_path
 
                 try:
-                    return list(self.emit(Platform.GPU, xs, scalars, outs))
+                    return self._emit(Platform.GPU, xs, scalars, outs)
                 except KernelCompilationError as err:
                     # A GPU path this process cannot build must not fail CPU calls.
                     return unavailable_path(err, outs.structs)
@@ -222,7 +230,14 @@ class BackendKernel:
                 f"{self.where}: no {platform} path; this kernel runs on "
                 f"{[str(p) for p in self.platforms]}."
             )
-        return list(self.emit(platform, arrays, scalars, outs))
+        return self._emit(platform, arrays, scalars, outs)
+
+    def _emit(
+        self, platform: Platform, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec
+    ) -> list[Any]:
+        # The one caller of the backend's emit: what it returns is checked here.
+        result = self.emit(platform, arrays, scalars, outs)
+        return checked_emitted(self, platform, result, outs)
 
 
 def _has_cpu_and_gpu(platforms: Sequence[Platform]) -> bool:

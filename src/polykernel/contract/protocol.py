@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..platforms import Platform
+from .backend_fields import check_fields
 
 __all__ = ["Backend", "InfoRow"]
 
@@ -57,6 +58,14 @@ class Backend:
             it registers (None: it registers none of its own).
         reviver: ``"module:function"`` of its ``revive(target, program)``,
             imported only when a target is revived (None: it cannot revive).
+
+    Raises:
+        KernelTypeError: a field has the wrong type (``name=None``,
+            ``platforms="cpu"``, ``modules="numpy"``).
+        KernelRegistrationError: a field has a bad value: a name that is not a
+            Python identifier, a platform outside ``cpu``/``gpu``/``tpu``, a
+            ``target_pattern`` that is not a regular expression, a ``reviver`` that is
+            not ``"module:function"`` (see :mod:`.backend_fields`).
     """
 
     name: str
@@ -69,7 +78,9 @@ class Backend:
     reviver: str | None = None
 
     def __post_init__(self) -> None:
-        self.platforms = tuple(Platform(p) for p in self.platforms)
+        # Refused here, naming the field, rather than where the value is first read
+        # (the table, a lowering, another process's load_exported).
+        check_fields(self)
 
     # -- availability ---------------------------------------------------------------
     def install_hint(self) -> str:

@@ -1,0 +1,5 @@
+"""A plugin module whose ``Backend(name="")`` is refused when it is made."""
+
+import polykernel as pk
+
+BACKEND = pk.Backend(name="")
