@@ -154,9 +154,16 @@ def test_locks_that_cannot_be_taken_do_not_stop_a_build(fresh_cache, monkeypatch
 
 
 @pytest.mark.parametrize(
-    "damage", ["no-meta", "foreign-key", "truncated", "not-a-record", "intact"]
+    ("damage", "cause"),
+    [
+        ("no-meta", "a half-written cache entry: '.*' has no meta.json"),
+        ("foreign-key", "a cache entry of another key: '.*meta.json' does not record"),
+        ("truncated", "a damaged cache entry: '.*lib.so' does not match its size"),
+        ("not-a-record", "a damaged cache entry: '.*meta.json' is not an entry's"),
+        ("intact", None),
+    ],
 )
-def test_a_damaged_or_foreign_entry_is_a_miss_and_replaced(fresh_cache, damage):
+def test_a_damaged_or_foreign_entry_is_a_miss_and_replaced(fresh_cache, damage, cause):
     name = f"fault_damaged_{damage.replace('-', '_')}"
     first = _load(name, 6.0)
     entry = Path(first.library).parent
@@ -171,7 +178,13 @@ def test_a_damaged_or_foreign_entry_is_a_miss_and_replaced(fresh_cache, damage):
         (entry / "lib.so").write_bytes(data[:100])
     elif damage == "not-a-record":
         (entry / "meta.json").write_text("[1, 2]")
-    assert (cache.lookup(first.key) is None) is (damage != "intact")
+    if cause is None:
+        assert cache.lookup(first.key) == entry / "lib.so"
+    else:  # a miss, with one warning naming the cause (then log lines only)
+        with pytest.warns(pk.CacheWarning, match=cause) as seen:
+            assert cache.lookup(first.key) is None
+        assert len(seen) == 1
+        assert cache.lookup(first.key) is None  # no second warning
     src = SRC.replace("OFFSET", "6.0")
     again = pk.load_cpp_inline(name, src, ["inc"], force_rebuild=True)
     np.testing.assert_array_equal(again.inc(X, outs=SPEC), X + 6.0)

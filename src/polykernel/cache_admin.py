@@ -22,12 +22,13 @@ import shutil
 import stat
 import time
 from dataclasses import dataclass
+from numbers import Integral, Real
 from pathlib import Path
 
 from . import config
 from .cache_locks import eviction_lock, remove_free_lock
 from .cache_store import KEY_CHARS
-from .errors import CacheError
+from .errors import CacheError, KernelTypeError
 
 __all__ = [
     "MAX_BYTES_ENV",
@@ -187,30 +188,47 @@ def clear() -> int:
     return freed
 
 
+class _LimitTypeError(KernelTypeError, ValueError):
+    """A ``prune`` limit of the wrong type: our ``TypeError``, and the
+    ``ValueError`` ``prune`` raised for it before."""
+
+
+def _limit(name: str, value, expected: str, types: tuple[type, ...]):
+    """``value`` checked as a ``prune`` limit (None: no limit); ints stay ints."""
+    if value is None:
+        return None
+    example = "2**30 (bytes)" if name == "max_bytes" else "7 * 86400 (a week)"
+    if isinstance(value, bool) or not isinstance(value, types):
+        raise _LimitTypeError(
+            f"polykernel cache prune: {name} must be a non-negative {expected}, got "
+            f"{value!r} ({type(value).__name__}). Pass e.g. {name}={example}, or "
+            f"None for no limit."
+        )
+    value = int(value) if isinstance(value, Integral) else float(value)
+    if not value >= 0:
+        raise ValueError(
+            f"polykernel cache prune: {name} must be a non-negative {expected}, got "
+            f"{value!r}. Pass e.g. {name}={example}, or None for no limit."
+        )
+    return value
+
+
 def prune(max_bytes: int | None = None, max_age: float | None = None) -> int:
     """Evict units unused for ``max_age`` seconds, then the least recently used
     until the root holds ``<= max_bytes``; return the bytes freed. What a build
     holds is skipped.
 
     Raises:
-        ValueError: a limit is negative or not a number.
+        KernelTypeError: a limit of the wrong type (a ``bool``, a string; a float
+            for ``max_bytes``) — also a ``ValueError``, as before.
+        ValueError: a limit is negative or NaN.
 
     Example:
         >>> prune(10**12)
         0
     """
-    if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 0):
-        raise ValueError(
-            f"polykernel cache prune: max_bytes must be a non-negative int, "
-            f"got {max_bytes!r}"
-        )
-    if max_age is not None and (
-        not isinstance(max_age, int | float) or not max_age >= 0
-    ):
-        raise ValueError(
-            f"polykernel cache prune: max_age must be a non-negative number of "
-            f"seconds, got {max_age!r}"
-        )
+    max_bytes = _limit("max_bytes", max_bytes, "int", (Integral,))
+    max_age = _limit("max_age", max_age, "number of seconds", (Real,))
     root = config.cache_root()
     if not root.is_dir():
         return 0

@@ -9,8 +9,10 @@ for all of them:
 - **Tiers.** :func:`read_entry` looks in the read-only tiers first
   (``$POLYKERNEL_CACHE_READONLY``: a site-wide or CI-built cache, never written),
   then in the writable root. Every entry is verified before it is used — its key,
-  every file's size and checksum, and (writable root) owner-only permissions — and
-  anything else (missing, half-written, foreign, unreadable) is a miss.
+  every file's size and checksum, that each is a regular file (a FIFO is never
+  read), and (writable root) owner-only permissions — and anything else is a miss:
+  silent when the entry is absent, else (half-written, damaged, foreign, unreadable)
+  one :class:`~polykernel.errors.CacheWarning` per cause and process.
 - **Atomic publication.** :func:`publish_entry` writes the whole entry into a private
   staging folder next to it, then renames that folder into place in one step. Two
   builders of one key (even without working file locks) never mix their files: the
@@ -39,18 +41,24 @@ from typing import Any
 from . import config
 from .cache_store import (
     KEY_CHARS,
+    REBUILT,
     cache_problem,
     check_private_file,
     describe,
     ensure_dir,
+    read_regular,
     readonly_roots,
 )
 from .errors import CacheError
 
 __all__ = [
+    "DAMAGED",
+    "FOREIGN",
+    "HALF_WRITTEN",
     "META",
     "STAGING",
     "Entry",
+    "entry_fault",
     "entry_path",
     "publish_entry",
     "read_entry",
@@ -96,39 +104,77 @@ def read_entry(section: str, key: str) -> Entry | None:
     return _read(entry_path(section, key), key, readonly=False)
 
 
+#: The causes of the faults of an entry that was read (one ``CacheWarning`` each).
+HALF_WRITTEN = "a half-written cache entry"
+DAMAGED = "a damaged cache entry"
+FOREIGN = "a cache entry of another key"
+
+
+def entry_fault(cause: str, detail: str) -> None:
+    """Report a fault of an entry that was read (a miss, rebuilt): one
+    ``CacheWarning`` per ``cause`` and process, then INFO log lines."""
+    log.debug("polykernel cache: %s: %s; a miss", cause, detail)
+    cache_problem(cause, detail, REBUILT)
+
+
 def _read(entry: Path, key: str, readonly: bool) -> Entry | None:
+    meta_path = entry / META
     try:
-        meta = json.loads((entry / META).read_text())
+        raw, _ = read_regular(meta_path)
+        meta = json.loads(raw)
     except FileNotFoundError:
+        if os.path.lexists(entry):  # a folder without its record: never published
+            entry_fault(HALF_WRITTEN, f"'{entry}' has no {META}")
         return None
-    except (OSError, ValueError) as err:
-        log.warning("polykernel cache: unreadable %s (%s); a miss", entry / META, err)
+    except ValueError as err:
+        entry_fault(DAMAGED, f"'{meta_path}' is not JSON ({err})")
+        return None
+    except OSError as err:
+        entry_fault(describe(err), f"cannot read '{meta_path}' ({err})")
         return None
     listing = meta.get("files") if isinstance(meta, dict) else None
-    if not isinstance(listing, dict) or meta.get("key") != key:
-        log.warning("polykernel cache: %s is not an entry of key %s; a miss", entry,
-                    key[:12])  # fmt: skip
+    if not isinstance(listing, dict):
+        entry_fault(DAMAGED, f"'{meta_path}' is not an entry's record")
         return None
-    files = {}
+    if meta.get("key") != key:
+        entry_fault(FOREIGN, f"'{meta_path}' does not record key {key[:12]}")
+        return None
     try:
+        return _verified(entry, key, meta, listing, readonly)
+    except (AttributeError, TypeError) as err:
+        entry_fault(DAMAGED, f"'{meta_path}' lists its files wrongly ({err})")
+    except FileNotFoundError as err:
+        if os.path.lexists(meta_path):  # else removed meanwhile (prune): a miss
+            entry_fault(DAMAGED, f"a file of '{entry}' is missing ({err})")
+    except (OSError, CacheError) as err:  # CacheError: others may write it
+        entry_fault(describe(err), f"cannot use '{entry}' ({err})")
+    return None
+
+
+def _verified(
+    entry: Path, key: str, meta: dict, listing: dict, readonly: bool
+) -> Entry | None:
+    """Every listed file of ``entry``, read and checked; None when one is damaged.
+
+    Raises:
+        OSError, CacheError: a file cannot be read, is not a regular file, or
+            (writable root) others may write it or its folders.
+        AttributeError, TypeError: the listing is not of sizes and checksums.
+    """
+    if not readonly:
+        for directory in (config.cache_root(), entry.parent, entry):
+            config.ensure_private_dir(directory)  # refuses dirs others can write
+    files = {}
+    for name, expected in listing.items():
+        path = entry / name
+        data, st = read_regular(path)
         if not readonly:
-            for directory in (config.cache_root(), entry.parent, entry):
-                config.ensure_private_dir(directory)  # refuses dirs others can write
-        for name, expected in listing.items():
-            path = entry / name
-            with open(path, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                data = fh.read()
-            if not readonly:
-                check_private_file(path, st)
-            digest = hashlib.sha256(data).hexdigest()
-            if len(data) != expected.get("size") or digest != expected.get("sha256"):
-                log.warning("polykernel cache: %s is corrupt; a miss", path)
-                return None
-            files[name] = data
-    except (OSError, AttributeError, TypeError) as err:
-        log.warning("polykernel cache: cannot use %s (%s); a miss", entry, err)
-        return None
+            check_private_file(path, st)
+        digest = hashlib.sha256(data).hexdigest()
+        if len(data) != expected.get("size") or digest != expected.get("sha256"):
+            entry_fault(DAMAGED, f"'{path}' does not match its size and checksum")
+            return None
+        files[name] = data
     if not readonly:
         with contextlib.suppress(OSError):
             os.utime(entry / META)  # last use, for prune()
@@ -189,6 +235,10 @@ def _rename_into_place(staging: Path, entry: Path, key: str) -> bool:
     aside = entry.with_name(f"{STAGING}{entry.name}-stale-{os.getpid()}")
     with contextlib.suppress(OSError):
         os.rename(entry, aside)
-    shutil.rmtree(aside, ignore_errors=True)
+    if aside.is_dir() and not aside.is_symlink():
+        shutil.rmtree(aside, ignore_errors=True)
+    else:  # a file (or a link) in the way of the entry
+        with contextlib.suppress(OSError):
+            aside.unlink()
     os.rename(staging, entry)
     return True

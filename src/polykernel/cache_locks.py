@@ -10,7 +10,8 @@ lose it to that removal, then lock the removed file and hold nothing another
 process can see. A lock therefore counts only when, once taken, the path still
 names the locked file (same device and inode); otherwise it is taken again.
 
-Locks never fail a build: with ``POLYKERNEL_CACHE_LOCKING=0`` (a filesystem whose
+Locks never fail a build: with ``POLYKERNEL_CACHE_LOCKING=0`` (or ``false``, ``no``,
+``off``: :func:`polykernel.config.env_flag`; a filesystem whose
 ``fcntl`` locks do not work) or a lock that cannot be created or taken, a builder
 goes on unlocked after one :func:`~polykernel.cache_store.cache_problem` warning —
 publication is atomic (:mod:`polykernel.cache_entries`), so builders never mix
@@ -26,8 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from .cache_store import KEY_CHARS, cache_problem, describe, ensure_dir
-from .errors import CacheError
+from . import config
+from .cache_store import KEY_CHARS, cache_problem, describe, ensure_dir, open_regular
+from .errors import CacheError, CacheWarning
 
 __all__ = [
     "LOCKING_ENV",
@@ -39,13 +41,16 @@ __all__ = [
     "remove_free_lock",
 ]
 
-#: ``0`` disables file locks (for filesystems whose ``fcntl`` locks do not work).
+#: ``0``/``false``/``no``/``off`` disables file locks (for filesystems whose ``fcntl``
+#: locks do not work); another value that is not an on/off spelling warns.
 LOCKING_ENV = "POLYKERNEL_CACHE_LOCKING"
 
 
 def locking_enabled() -> bool:
-    """False when ``$POLYKERNEL_CACHE_LOCKING`` is ``0`` (locks do not work there)."""
-    return os.environ.get(LOCKING_ENV, "1").strip().lower() not in ("0", "no", "off")
+    """False when ``$POLYKERNEL_CACHE_LOCKING`` says off (``0``, ``false``, ``no``,
+    ``off``, any case); on when unset, and after one ``CacheWarning`` when it holds
+    something else (:func:`polykernel.config.env_flag`)."""
+    return config.env_flag(LOCKING_ENV, default=True, category=CacheWarning)
 
 
 def lock_path(section: Path, key: str) -> Path:
@@ -62,7 +67,9 @@ def _take(path: Path, blocking: bool) -> BinaryIO | None:
     """
     while True:
         ensure_dir(path.parent)
-        fh = open(path, "a+b")  # noqa: SIM115 - returned, or closed below
+        # A regular file only (a FIFO in the way: an OSError, the build unlocked).
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        fh = os.fdopen(fd, "a+b")
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         except BlockingIOError:
@@ -136,7 +143,9 @@ def remove_free_lock(path: Path) -> bool:
     (two ``clear`` runs included) can end up holding different files for one entry.
     """
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below
+        # Only a regular file is a lock file: a FIFO in the way never hangs `clear`
+        # (it is left where it is).
+        fh = os.fdopen(open_regular(path), "rb")
     except OSError:
         return False
     with fh:

@@ -8,7 +8,10 @@
 - :func:`readonly_roots`: the read-only shared tiers (``POLYKERNEL_CACHE_READONLY``);
 - :func:`cache_problem`: one :class:`~polykernel.errors.CacheWarning` per cause and
   process when the cache cannot be used (the operation then runs without it);
-- :func:`check_private_file`: a file about to be loaded as code is ours alone.
+- :func:`check_private_file`: a file about to be loaded as code is ours alone;
+- :func:`open_regular` / :func:`read_regular`: only regular files are opened (a FIFO,
+  a folder or a device where an artefact should be is a :class:`NotRegularFile`,
+  never a hang).
 
 Every section follows one layout that :mod:`polykernel.cache_admin` relies on:
 ``<root>/<section>/<key40>/`` holds an entry whose ``meta.json`` records its files,
@@ -33,14 +36,20 @@ from . import config
 from .errors import CacheError, CacheWarning
 
 __all__ = [
+    "NOT_REGULAR",
     "READONLY_ENV",
+    "REBUILT",
     "SCHEMA",
+    "WITHOUT_CACHE",
+    "NotRegularFile",
     "atomic_write",
     "cache_problem",
     "check_private_file",
     "compute_key",
     "describe",
     "ensure_dir",
+    "open_regular",
+    "read_regular",
     "readonly_roots",
     "sha256_file",
 ]
@@ -54,12 +63,23 @@ _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
-def cache_problem(cause: str, detail: str) -> None:
+#: What happens after a fault of a cache that could not be written (the default).
+WITHOUT_CACHE = "The kernel is built and run without the cache (a miss)"
+#: What happens after a fault of an entry that was read.
+REBUILT = (
+    "It is a miss: the kernel is built again (and, where the cache can be written, "
+    "the entry replaced)"
+)
+
+
+def cache_problem(cause: str, detail: str, outcome: str = WITHOUT_CACHE) -> None:
     """Say once per process and ``cause`` that the cache could not be used.
 
-    ``cause`` names the failure (``"no space left"``, ``"root is a file"``...);
-    ``detail`` what was tried. The operation that called this goes on without the
-    cache (a miss, or an unpublished build).
+    ``cause`` names the failure (``"no space left"``, ``"root is a file"``...) and
+    is the key of the once-per-process rule; ``detail`` what was tried (a path);
+    ``outcome`` what happens instead (:data:`WITHOUT_CACHE`, :data:`REBUILT`). The
+    operation that called this goes on without the cache (a miss, or an
+    unpublished build). Every occurrence is logged at INFO.
     """
     with _warned_lock:
         first = cause not in _warned
@@ -67,10 +87,9 @@ def cache_problem(cause: str, detail: str) -> None:
     log.info("polykernel cache: %s: %s", cause, detail)
     if first:
         warnings.warn(
-            f"polykernel cache: {cause}: {detail}. The kernel is built and run "
-            f"without the cache (a miss); later failures of this kind are logged "
-            f"only (logger {__name__}). Check ${config.CACHE_ENV} "
-            f"({config.cache_root()}).",
+            f"polykernel cache: {cause}: {detail}. {outcome}; later failures of "
+            f"this kind are logged only (logger {__name__}). Check "
+            f"${config.CACHE_ENV} ({config.cache_root()}).",
             CacheWarning,
             stacklevel=3,
         )
@@ -78,6 +97,8 @@ def cache_problem(cause: str, detail: str) -> None:
 
 def describe(err: BaseException) -> str:
     """A cache failure's cause, for :func:`cache_problem` (``"no space left"``)."""
+    if isinstance(err, NotRegularFile):
+        return NOT_REGULAR
     if isinstance(err, OSError) and err.errno is not None:
         return {
             errno.ENOSPC: "no space left on the cache's filesystem",
@@ -155,8 +176,61 @@ def compute_key(
     return key
 
 
+#: The cause :func:`describe` gives a :class:`NotRegularFile`.
+NOT_REGULAR = "a cache file that is not a regular file"
+
+
+class NotRegularFile(OSError):
+    """A path of the cache that should be a regular file is a FIFO, a folder, a
+    socket or a device (an ``OSError``: every cache fault is a miss)."""
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+    """Open ``path`` (``os.open`` ``flags``) only if it is a regular file; its fd.
+
+    Checked before opening (a device is never opened) and on the open file (no
+    swap in between), and opened non-blocking: a FIFO where an artefact should be
+    is a :class:`NotRegularFile`, never a read that waits for a writer.
+
+    Raises:
+        NotRegularFile: ``path`` is not a regular file.
+        OSError: it cannot be opened.
+    """
+    try:
+        before = os.stat(path)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+    else:
+        _refuse_irregular(path, before)
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    try:
+        _refuse_irregular(path, os.fstat(fd))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _refuse_irregular(path: Path, st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        kind = {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a folder",
+                stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+                stat.S_IFBLK: "a block device"}.get(stat.S_IFMT(st.st_mode),
+                                                    "not a regular file")  # fmt: skip
+        raise NotRegularFile(f"'{path}' is {kind}, not a regular file")
+
+
+def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
+    """Regular file ``path``'s bytes and ``fstat`` (see :func:`open_regular`)."""
+    with os.fdopen(open_regular(path), "rb") as fh:
+        return fh.read(), os.fstat(fh.fileno())
+
+
 def sha256_file(path: Path) -> str:
-    with open(path, "rb") as fh:
+    """The SHA-256 of regular file ``path`` (see :func:`open_regular`)."""
+    with os.fdopen(open_regular(path), "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 

@@ -13,6 +13,11 @@ Environment variables:
         or ``~/.cache/polykernel``. :func:`set_cache_dir` overrides it in-process.
     POLYKERNEL_CONFIG_DIR: where persisted settings (tuned defaults) live. Default:
         ``$XDG_CONFIG_HOME/polykernel`` or ``~/.config/polykernel``.
+
+On/off variables (``POLYKERNEL_CACHE_LOCKING``) are read by :func:`env_flag`, the one
+parser of them: ``0``, ``false``, ``no``, ``off`` mean off, ``1``, ``true``, ``yes``,
+``on`` mean on (any case, spaces ignored), unset or empty is the default, and
+anything else is one warning naming the variable, then the default.
 """
 
 from __future__ import annotations
@@ -20,9 +25,15 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import warnings
 from pathlib import Path
 
-from .errors import CacheError, KernelRegistrationError, KernelTypeError
+from .errors import (
+    CacheError,
+    KernelRegistrationError,
+    KernelTypeError,
+    PolykernelWarning,
+)
 from .preferences import (
     PLATFORMS,
     clear_backends,
@@ -41,6 +52,7 @@ __all__ = [
     "clear_backends",
     "config_dir",
     "ensure_private_dir",
+    "env_flag",
     "get_backend",
     "get_cache_dir",
     "get_compute_capability",
@@ -57,6 +69,46 @@ CONFIG_ENV = "POLYKERNEL_CONFIG_DIR"
 
 _lock = threading.Lock()
 _cache_dir: Path | None = None  # set_cache_dir() override
+#: The spellings :func:`env_flag` accepts (compared stripped and lower-cased).
+FLAG_OFF = ("0", "false", "no", "off")
+FLAG_ON = ("1", "true", "yes", "on")
+_flags_warned: set[tuple[str, str]] = set()
+
+
+def env_flag(
+    name: str, default: bool, category: type[Warning] = PolykernelWarning
+) -> bool:
+    """The on/off setting of environment variable ``name`` (``default`` when unset).
+
+    ``0``, ``false``, ``no``, ``off`` are off; ``1``, ``true``, ``yes``, ``on`` are on
+    (any case, surrounding spaces ignored); unset or empty is ``default``. Any other
+    value is ``default`` after one warning of ``category`` per variable, value and
+    process, naming the variable, the value and the accepted spellings.
+
+    Example:
+        >>> env_flag("POLYKERNEL_NO_SUCH_FLAG", default=True)  # unset: the default
+        True
+    """
+    raw = os.environ.get(name, "")
+    text = raw.strip().lower()
+    if not text:
+        return default
+    if text in FLAG_ON:
+        return True
+    if text in FLAG_OFF:
+        return False
+    with _lock:
+        first = (name, raw) not in _flags_warned
+        _flags_warned.add((name, raw))
+    if first:
+        warnings.warn(
+            f"polykernel: ${name}={raw!r} is not an on/off value; using the default "
+            f"({'on' if default else 'off'}). Set it to one of "
+            f"{', '.join(FLAG_OFF)} (off) or {', '.join(FLAG_ON)} (on), in any case.",
+            category,
+            stacklevel=3,
+        )
+    return default
 
 
 def _user_dir(xdg_var: str, fallback: str) -> Path:

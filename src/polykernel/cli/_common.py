@@ -15,6 +15,7 @@ __all__ = [
     "CliUsageError",
     "check_writable",
     "csv_list",
+    "failure",
     "nonneg_int",
     "pos_int",
     "suffixed",
@@ -28,6 +29,15 @@ class CliError(Exception):
 class CliUsageError(CliError):
     """Arguments that cannot work (exit code 2), found after parsing: a ``--module``
     that exits, a backend no selected primitive has, an unwritable output path."""
+
+
+def failure(err: BaseException) -> str:
+    """One line saying what ``err`` was: ``"ValueError: bad data"``, or for a
+    ``SystemExit`` (user code calling ``sys.exit``) ``"called sys.exit(0)"``."""
+    if isinstance(err, SystemExit):
+        return f"called sys.exit({err.code!r})"
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def pos_int(text: str) -> int:

@@ -11,6 +11,7 @@ from ._common import (
     CliUsageError,
     check_writable,
     csv_list,
+    failure,
     nonneg_int,
     pos_int,
     suffixed,
@@ -103,8 +104,8 @@ def _plan_all(kernels: list[Any], args: Any) -> tuple[list[Any], list[str]]:
             plans.append(
                 plan_benchmark(kernel, platform=args.platform, backends=args.backends)
             )
-        except Exception as err:
-            errors.append(f"{kernel.name}: {type(err).__name__}: {err}")
+        except (Exception, SystemExit) as err:  # sys.exit in its data: reported
+            errors.append(f"{kernel.name}: {failure(err)}")
     return plans, errors
 
 
@@ -134,8 +135,8 @@ def _run_all(kernels: list[Any], args: Any) -> tuple[Any, list[str]]:
                         plan=plan,
                     )
                 )
-            except Exception as err:
-                errors.append(f"{plan.kernel.name}: {type(err).__name__}: {err}")
+            except (Exception, SystemExit) as err:  # reported; the others go on
+                errors.append(f"{plan.kernel.name}: {failure(err)}")
     return BenchmarkResult.combine(results), errors
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ._common import CliError, csv_list
+from ._common import CliError, csv_list, failure
 from .selection import add_selection_args, select
 
 __all__ = ["cmd_check", "register"]
@@ -118,8 +118,8 @@ def cmd_check(args: Any) -> int:
             reports = check_benchmark_cases(
                 kernel, _platform_of(kernel), args.all_cases, **opts
             )
-        except Exception as err:
-            errors.append(f"{kernel.name}: {type(err).__name__}: {err}")
+        except (Exception, SystemExit) as err:  # sys.exit in its data: reported
+            errors.append(f"{kernel.name}: {failure(err)}")
             continue
         for case, report in reports:
             _print_report(report, case, args.failures_only)

@@ -1,10 +1,11 @@
 """Parse ``polykernel`` arguments and run the chosen sub-command's handler.
 
 Exit codes: 0 success, 1 a runtime failure (an import or benchmark error; with
-``--strict`` also a failed backend or an output mismatch), 2 a usage error (from
-argparse, or found later: a ``--module`` that calls ``sys.exit``, an unknown
-``--backends`` name, an unwritable ``--output`` path). Errors
-are printed to stderr as one line; ``--debug`` adds the traceback.
+``--strict`` also a failed backend or an output mismatch; user code calling
+``sys.exit`` while the command runs), 2 a usage error (from argparse, or found
+later: a malformed or missing ``--module``/target, one that calls ``sys.exit`` while
+being imported, an unknown ``--backends`` name, an unwritable ``--output`` path).
+Errors are printed to stderr as one line; ``--debug`` adds the traceback.
 """
 
 from __future__ import annotations
@@ -13,12 +14,28 @@ import argparse
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .._version import __version__
 from . import benchmark, cache, check, defaults, info, listing
-from ._common import CliUsageError
+from ._common import CliUsageError, failure
 
 __all__ = ["build_parser", "main"]
+
+
+class _ParserExit(SystemExit):
+    """An exit of our argument parsers (``--help``, ``--version``, a usage error
+    reported by ``parser.error``), told apart from user code's ``sys.exit``."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """The ``polykernel`` parser (its sub-parsers are of this class too)."""
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            self._print_message(message, sys.stderr)
+        raise _ParserExit(status)
+
 
 # One module per sub-command, in the order `polykernel --help` lists them.
 _COMMANDS = (info, listing, benchmark, check, cache, defaults)
@@ -26,7 +43,7 @@ _COMMANDS = (info, listing, benchmark, check, cache, defaults)
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``polykernel`` command."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     # SUPPRESS keeps a sub-command's default from overwriting a --debug given
     # before the sub-command name.
     common.add_argument(
@@ -35,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="show tracebacks",
     )
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="polykernel",
         description="One JAX primitive, many kernel technologies.",
     )
@@ -71,11 +88,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("polykernel: interrupted", file=sys.stderr)
         return 130
-    except SystemExit as exc:  # a sub-parser's .error(): usage printed already
+    except _ParserExit as exc:  # a sub-parser's .error(): usage printed already
         return exc.code if isinstance(exc.code, int) else 2
+    except SystemExit as exc:  # user code (a data or call function) ran sys.exit
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"polykernel {_where(args)}: error: user code {failure(exc)} while the "
+            "command ran; nothing after it was done. Remove the sys.exit call (or "
+            "guard it with `if __name__ == '__main__':`).",
+            file=sys.stderr,
+        )
+        return 1
     except Exception as err:
         if args.debug:
             traceback.print_exc()
-        where = " ".join(filter(None, [args.command, getattr(args, "action", None)]))
-        print(f"polykernel {where}: error: {_one_line(err)}", file=sys.stderr)
+        print(f"polykernel {_where(args)}: error: {_one_line(err)}", file=sys.stderr)
         return 2 if isinstance(err, CliUsageError) else 1
+
+
+def _where(args: argparse.Namespace) -> str:
+    return " ".join(filter(None, [args.command, getattr(args, "action", None)]))

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from ..cache_entries import read_entry
+from ..cache_entries import DAMAGED, FOREIGN, entry_fault, read_entry
 from ..errors import KernelNotAvailableError
 from .launcher import (
     KernelImage,
@@ -69,8 +69,10 @@ def load_kernel(kernel_id: str) -> Any:
         images = tuple(KernelImage(kind, arch, files[name])
                        for kind, arch, name in meta["images"])  # fmt: skip
         entry = str(meta["entry"])
-    except (KeyError, ValueError, TypeError):
+    except (KeyError, ValueError, TypeError) as err:
+        entry_fault(DAMAGED, f"'{found.path}' is not a GPU kernel's entry ({err!r})")
         return None
-    if content_id(entry, spec, images) != kernel_id:
-        return None  # stored under an id its content does not hash to
+    if content_id(entry, spec, images) != kernel_id:  # its content hashes elsewhere
+        entry_fault(FOREIGN, f"'{found.path}' holds another GPU kernel")
+        return None
     return register_gpu_kernel(images, entry, spec, name=str(meta.get("name", entry)))

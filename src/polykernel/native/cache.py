@@ -34,7 +34,7 @@ from .. import config
 from ..cache_admin import NOT_ENTRIES, apply_size_cap, clear, info, prune
 from ..cache_entries import Entry, publish_entry, read_entry
 from ..cache_locks import entry_lock, held_by_another
-from ..cache_store import compute_key as _compute_key
+from ..cache_store import compute_key as _compute_key, read_regular
 from ..errors import KernelTypeError
 
 __all__ = [
@@ -170,7 +170,8 @@ def clear_cache(name: str | None = None) -> int:
             continue  # being published or built right now
         if name is not None:
             try:
-                built_for = json.loads((entry / "meta.json").read_text()).get("name")
+                raw, _ = read_regular(entry / "meta.json")  # never a FIFO's read
+                built_for = json.loads(raw).get("name")
             except (OSError, ValueError, AttributeError):
                 continue  # unreadable entry: not provably this module's
             if built_for != name:

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from ... import config
-from ...cache_store import readonly_roots
+from ...cache_store import read_regular, readonly_roots
 from ...ffi import targets
 from ...native import cache
 from ...platforms import xla_platform
@@ -73,10 +73,12 @@ def load_cached_target(target: str) -> str | None:
         return None
     for entry in _entries(match["key"]):
         try:
-            meta = json.loads((entry / "meta.json").read_text())
+            meta = json.loads(read_regular(entry / "meta.json")[0])  # never a FIFO
         except (OSError, ValueError):
             continue
-        if meta.get("name") != match["name"] or not isinstance(meta.get("key"), str):
+        if not isinstance(meta, dict) or meta.get("name") != match["name"]:
+            continue
+        if not isinstance(meta.get("key"), str):
             continue
         lib = cache.lookup(meta["key"])  # verifies key, sizes, checksums
         if lib is None:

@@ -38,7 +38,7 @@ from typing import Any
 
 from ... import config
 from ...cache_admin import apply_size_cap
-from ...cache_entries import META, publish_entry, read_entry
+from ...cache_entries import DAMAGED, META, entry_fault, publish_entry, read_entry
 from ...cache_locks import entry_lock
 from ...cache_store import compute_key
 
@@ -153,8 +153,7 @@ def lookup(key: str) -> tuple[bytes, dict] | None:
     if found is None or OBJECT not in found.files:
         return None
     if not _well_formed(found.meta):  # hand-edited or written by something else
-        log.warning("polykernel numba cache: malformed %s; rebuilding",
-                    found.path / META)  # fmt: skip
+        entry_fault(DAMAGED, f"'{found.path / META}' lacks a Numba handler's fields")
         return None
     return found.files[OBJECT], found.meta
 

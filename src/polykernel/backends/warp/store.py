@@ -13,7 +13,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ...cache_entries import entry_path, publish_entry, read_entry
+from ...cache_entries import (
+    DAMAGED,
+    entry_fault,
+    entry_path,
+    publish_entry,
+    read_entry,
+)
 from ...ffi.handler_ir.signature import Signature
 from .plan import ArgPlan, KernelPlan
 
@@ -125,5 +131,6 @@ def read(target: str) -> Saved | None:
     files, meta = found.files, found.meta
     try:
         return Saved(files[OBJECT], meta)
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError) as err:
+        entry_fault(DAMAGED, f"'{found.path}' is not a Warp object's entry ({err!r})")
         return None
