@@ -2,7 +2,7 @@
 
 ``PROCESSES`` processes start together on one fresh cache directory and each loads
 the same ``KERNELS`` C++ modules and ``KERNELS`` Numba kernels
-(``tests/cache_stress_child.py``), runs them and checks the results with NumPy.
+(``tests/support/cache_stress_child.py``), runs them and checks the results with NumPy.
 Three scenarios, each on its own fresh cache:
 
 1. ``shared``: plain; every kernel must be built exactly once across the processes;

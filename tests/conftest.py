@@ -13,7 +13,13 @@ runs, and a run where JAX sees no GPU fails at start instead of skipping them.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from pathlib import Path
+
+# Helpers and child scripts (tests/support/) import as top-level modules, in this
+# process and in the children that add the folder to their path.
+sys.path.insert(0, str(Path(__file__).parent / "support"))
 
 _RUN_DIR = tempfile.mkdtemp(prefix="polykernel-tests-")
 os.chmod(_RUN_DIR, 0o700)

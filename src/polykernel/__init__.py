@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import backends as backends, config as config, testing as testing
 from ._version import __version__ as __version__
-from .allocator import tune_allocator as tune_allocator
 from .backends import register_backend as register_backend
 from .backends.numba import numba_kernel as numba_kernel
 from .benchmark import (
@@ -23,8 +22,25 @@ from .benchmark import (
     BenchmarkResult as BenchmarkResult,
     benchmark_function as benchmark_function,
 )
-from .config import get_cache_dir as get_cache_dir, set_cache_dir as set_cache_dir
 from .contract import Backend as Backend, BackendKernel as BackendKernel
+from .core.exporting import (
+    export as export,
+    exported_targets as exported_targets,
+    load_exported as load_exported,
+    register_exported_targets as register_exported_targets,
+)
+from .core.kernel_table import KernelEntry as KernelEntry
+from .core.primitive import XLACustomKernel as XLACustomKernel
+from .core.registry import (
+    get_all_primitive_names as get_all_primitive_names,
+    get_primitive as get_primitive,
+    get_primitives_by_tags as get_primitives_by_tags,
+    get_registry as get_registry,
+)
+from .core.transforms import (
+    defjvp as defjvp,
+    general_batching_rule as general_batching_rule,
+)
 from .errors import (
     AttributeValueError as AttributeValueError,
     BackendHookError as BackendHookError,
@@ -68,15 +84,13 @@ from .errors import (
     UnsupportedShapeError as UnsupportedShapeError,
     UnsupportedTransformError as UnsupportedTransformError,
 )
-from .exporting import (
-    export as export,
-    exported_targets as exported_targets,
-    load_exported as load_exported,
-    register_exported_targets as register_exported_targets,
-)
 from .ffi.targets import list_registered_targets as list_registered_targets
-from .kernel_table import KernelEntry as KernelEntry
-from .preferences import (
+from .settings.allocator import tune_allocator as tune_allocator
+from .settings.paths import (
+    get_cache_dir as get_cache_dir,
+    set_cache_dir as set_cache_dir,
+)
+from .settings.preferences import (
     clear_backends as clear_backends,
     get_backend as get_backend,
     get_compute_capability as get_compute_capability,
@@ -86,20 +100,9 @@ from .preferences import (
     set_compute_capability as set_compute_capability,
     set_numba_parallel as set_numba_parallel,
 )
-from .primitive import XLACustomKernel as XLACustomKernel
-from .registry import (
-    get_all_primitive_names as get_all_primitive_names,
-    get_primitive as get_primitive,
-    get_primitives_by_tags as get_primitives_by_tags,
-    get_registry as get_registry,
-)
-from .transforms import (
-    defjvp as defjvp,
-    general_batching_rule as general_batching_rule,
-)
 
 # Every public name, the lazy ones included: `from polykernel import *` and the API
-# reference (docs/api/) read this list; tests/test_import.py keeps it complete.
+# reference (docs/api/) read this list; tests/core/test_import.py keeps it complete.
 __all__ = [
     "AttributeValueError",
     "Backend",

@@ -30,8 +30,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
-from .contract.options import VmapMethod
 from .platforms import PlatformName
+
+#: How ``jax.vmap`` calls a kernel (``jax.ffi.ffi_call``'s vocabulary).
+VmapMethod = Literal[
+    "sequential", "sequential_unrolled", "expand_dims", "broadcast_all"
+]
 
 if TYPE_CHECKING:
     from jax.export import Exported

@@ -15,7 +15,8 @@ import pytest
 from reliability_support import F3, S, bad, run_case
 
 import polykernel as pk
-from polykernel import cache_admin, errors as E
+from polykernel import errors as E
+from polykernel.cache import admin as cache_admin
 
 X = jnp.ones(3, jnp.float32)
 

@@ -25,14 +25,16 @@ import pytest
 from reliability_support import F3, assert_usable, bad, run_case
 
 import polykernel as pk
-from polykernel import cache_admin, config, tuned_defaults
+from polykernel import config
 from polykernel.benchmark import (
     BenchmarkConfig,
     BenchmarkRecord,
     BenchmarkResult,
     benchmark_function,
 )
+from polykernel.cache import admin as cache_admin
 from polykernel.errors import PolykernelWarning
+from polykernel.settings import tuned_defaults
 
 _DIR = Path(tempfile.mkdtemp(prefix="polykernel-reliability-"))
 _GOOD = {"platform": "cpu", "backend": "numba", "label": "n=1", "mean_ms": 1.0}

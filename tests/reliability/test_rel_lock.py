@@ -16,7 +16,7 @@ import time
 
 _WRITER = """
 import os, sys, time
-from polykernel import tuned_defaults as td
+from polykernel.settings import tuned_defaults as td
 who, n, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 while not os.path.exists(go):
     time.sleep(0.001)

@@ -56,7 +56,7 @@ BUILTIN: dict[str, str] = {
 }
 #: Targets that belong to shared infrastructure rather than one backend:
 #: name -> (module holding ``PATTERN`` and ``revive``).
-INFRASTRUCTURE: dict[str, str] = {"gpu_launcher": "polykernel.gpu.revive"}
+INFRASTRUCTURE: dict[str, str] = {"gpu_launcher": "polykernel.launcher.revive"}
 #: The entry-point group through which installed packages add backends.
 ENTRY_POINT_GROUP = "polykernel.backends"
 

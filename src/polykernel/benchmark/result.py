@@ -351,7 +351,7 @@ class BenchmarkResult:
 
     def save_defaults(self) -> dict[str, dict[str, str]]:
         """Persist :meth:`best_backends` as tuned defaults and return it."""
-        from ..tuned_defaults import save_defaults
+        from ..settings.tuned_defaults import save_defaults
 
         chosen = self.best_backends()
         if chosen:

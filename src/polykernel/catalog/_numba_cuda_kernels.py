@@ -34,7 +34,7 @@ def _launch(n: int) -> _Launch:
 def _kernels() -> dict[str, Any]:
     # Module globals, not locals: the simulator swaps the module's ``cuda`` name.
     global cuda, float32
-    from ..backends.numba_cuda.compiler import require_numba_cuda
+    from ..backends.numba_cuda.compile import require_numba_cuda
 
     cuda = require_numba_cuda("polykernel.catalog")
     from numba import float32

@@ -84,7 +84,7 @@ def pallas_elementwise(body: Any, outs: Any, n_inputs: int) -> Any:
     import jax.numpy as jnp
 
     from ..backends.pallas import pallas_kernel
-    from ..platform_context import current_platform
+    from ..contract.platform_context import current_platform
 
     shape = tuple(outs[0].shape)
     n = padded = int(np.prod(shape, dtype=np.int64))

@@ -4,7 +4,7 @@ This module imports Triton, so the catalog imports it only inside its kernel
 generators: defining the primitives never imports Triton. On a GPU the kernels are
 compiled for the device and launched by polykernel's native launcher; here they are
 compiled for ``sm_90`` and run in Triton's interpreter by the tests
-(``tests/test_triton_catalog.py``), never launched.
+(``tests/backends/triton/test_catalog.py``), never launched.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._jax_compat import Zero, is_undefined_primal
-from ..primitive import XLACustomKernel
+from ..core.primitive import XLACustomKernel
 from ._numba_cuda_kernels import csrmv_generator
 from ._support import (
     has_cxx,

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..primitive import XLACustomKernel
+from ..core.primitive import XLACustomKernel
 from ._numba_cuda_kernels import scaled_add_generator
 from ._support import (
     has_cxx,

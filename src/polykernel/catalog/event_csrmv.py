@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..primitive import XLACustomKernel
+from ..core.primitive import XLACustomKernel
 from ._support import has_cxx, has_numba, random_csr, row_ids
 
 __all__ = ["event_csrmv", "event_csrmv_p"]

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..primitive import XLACustomKernel
+from ..core.primitive import XLACustomKernel
 from ._support import has_cxx, has_numba, has_pallas, pallas_elementwise
 
 __all__ = ["lif_step", "lif_step_p"]

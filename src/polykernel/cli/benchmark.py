@@ -154,7 +154,7 @@ def cmd_benchmark(args: Any) -> int:
     if args.plot and result.fastest() is not None:
         print(f"saved plot to {result.plot(args.plot, y='median_ms')}")
     if args.save_defaults:
-        from ..tuned_defaults import defaults_path
+        from ..settings.tuned_defaults import defaults_path
 
         for name, per in result.save_defaults().items():
             chosen = ", ".join(f"{p}={b}" for p, b in per.items())

@@ -68,7 +68,7 @@ def _size(n: float) -> str:
 
 def cmd_cache(args: Any) -> int:
     """Handler of ``polykernel cache info|clear|prune``."""
-    from .. import cache_admin
+    from ..cache import admin as cache_admin
 
     if args.action == "warm":
         return cmd_warm(args)

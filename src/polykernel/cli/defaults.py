@@ -21,7 +21,7 @@ def register(sub: Any, common: Any) -> None:
 
 def cmd_defaults(args: Any) -> int:
     """Handler of ``polykernel defaults show|clear [NAME ...]``."""
-    from ..tuned_defaults import clear_defaults, defaults_path, load_defaults
+    from ..settings.tuned_defaults import clear_defaults, defaults_path, load_defaults
 
     if args.action == "show":
         data = load_defaults()

@@ -59,9 +59,9 @@ def gather_info() -> dict[str, Any]:
     """
     import jax
 
-    from .. import config
     from .._version import __version__, installed_version
-    from ..tuned_defaults import defaults_path
+    from ..settings import paths as config
+    from ..settings.tuned_defaults import defaults_path
 
     devices = jax.devices()
     gpu = any(platform_of(d.platform) == Platform.GPU for d in devices)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from .. import registry
+from ..core import registry
 from ._common import CliUsageError
 from .targets import Target, import_module, parse_target
 

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any
 
-from .. import registry
+from ..core import registry
 from ..platforms import PLATFORMS
 from ._common import CliError, CliUsageError, failure
 from .targets import Target, import_module, parse_target

@@ -36,11 +36,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ..errors import KernelCallError, KernelCompilationError, UnsupportedOperationError
-from ..platform_context import current_platform, gpu_visible, lowering_platform
 from ..platforms import Platform
 from .hooks import checked_emitted, translated_error
 from .options import check_alias_inputs, check_aliases, resolve_vmap_method
 from .outs import PER_CALL, OutSpec, as_array, normalize_outs
+from .platform_context import current_platform, gpu_visible, lowering_platform
 from .scalars import Scalars, convert_scalars
 
 __all__ = ["BackendKernel"]

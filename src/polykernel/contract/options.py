@@ -15,9 +15,9 @@ Every kernel wrapper takes the same two options and resolves them here:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
 
 from ..errors import KernelRegistrationError, KernelTypeError
+from ..types import VmapMethod
 
 __all__ = [
     "VMAP_METHODS",
@@ -27,10 +27,6 @@ __all__ = [
     "resolve_vmap_method",
 ]
 
-#: How ``jax.vmap`` calls a kernel (``jax.ffi.ffi_call``'s vocabulary).
-VmapMethod = Literal[
-    "sequential", "sequential_unrolled", "expand_dims", "broadcast_all"
-]
 
 #: Accepted ``vmap_method`` values (``None``: the default, see the module docstring).
 VMAP_METHODS: tuple[VmapMethod | None, ...] = (

@@ -6,7 +6,7 @@ aarch64, LP64). What can be read at run time is read: the API version comes from
 What cannot (struct offsets) is a table per known API version; an unknown version is
 refused with :class:`~polykernel.errors.BackendUnavailableError` that says which
 jax/jaxlib to install, before any handler could read a wrong offset.
-``tests/test_ffi_abi.py`` compiles a probe against the installed headers and checks
+``tests/ffi/test_abi.py`` compiles a probe against the installed headers and checks
 every entry of the running version's table.
 
 Two kinds of names live here:

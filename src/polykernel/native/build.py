@@ -11,7 +11,7 @@ backend and the GPU launcher — goes through :func:`fetch_or_build`:
 3. **build** in a fresh folder private to this process, outside the cache (or the
    caller's ``build_directory``, whose files are kept there), keeping a failed
    build's sources under ``native/failed`` for inspection;
-4. **publish** the library atomically (:mod:`polykernel.cache_entries`) and load it
+4. **publish** the library atomically (:mod:`polykernel.cache.entries`) and load it
    while the lock is still held. A cache that cannot be written is no failure: the
    library is loaded from the private build, with one warning naming the cause.
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..cache_store import ensure_dir
+from ..cache.store import ensure_dir
 from ..errors import CacheError, CompilationError
 from . import cache
 from .compiler import include_dirs, run_compiler

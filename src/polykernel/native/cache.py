@@ -10,12 +10,12 @@ Layout under ``config.cache_root()`` (created on first write, owner-only)::
     native/failed/<name>-<key12>/ sources of failed builds, kept for inspection
 
 Entries are stored, verified and published atomically by
-:mod:`polykernel.cache_entries` (read-only tiers first, any fault a miss). A key is
+:mod:`polykernel.cache.entries` (read-only tiers first, any fault a miss). A key is
 the SHA-256 over named parts; the digest of every part is logged at DEBUG (logger
 ``polykernel.native.cache``) so "why did this rebuild?" has an answer.
 
 ``info``, ``clear`` and ``prune`` act on the *whole* cache root (every section);
-they live in :mod:`polykernel.cache_admin` and are re-exported here.
+they live in :mod:`polykernel.cache.admin` and are re-exported here.
 ``clear_cache`` (the reference API's) removes compiled native modules only.
 """
 
@@ -30,12 +30,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import config
-from ..cache_admin import NOT_ENTRIES, apply_size_cap, clear, info, prune
-from ..cache_entries import Entry, publish_entry, read_entry
-from ..cache_locks import entry_lock, held_by_another
-from ..cache_store import compute_key as _compute_key, read_regular
+from ..cache.admin import NOT_ENTRIES, apply_size_cap, clear, info, prune
+from ..cache.entries import Entry, publish_entry, read_entry
+from ..cache.locks import entry_lock, held_by_another
+from ..cache.store import compute_key as _compute_key, read_regular
 from ..errors import KernelTypeError
+from ..settings import paths as config
 
 __all__ = [
     "LIBRARY",

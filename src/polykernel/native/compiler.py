@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from ..cuda_arch import normalize_arch
 from ..errors import (
     CompilationError,
     HostCompilerIncompatibleError,
@@ -36,6 +35,7 @@ from ..errors import (
     KernelTypeError,
     UnsupportedArchError,
 )
+from ..settings.cuda_arch import normalize_arch
 
 __all__ = [
     "CompileOptions",

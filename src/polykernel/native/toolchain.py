@@ -25,14 +25,14 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cuda_arch import normalize_arch
 from ..errors import (
     GpuArchDetectionError,
     HostCompilerNotFoundError,
     NvccNotFoundError,
     ToolchainError,
 )
-from ..preferences import pinned_cuda_arches
+from ..settings.cuda_arch import normalize_arch
+from ..settings.preferences import pinned_cuda_arches
 
 __all__ = [
     "cuda_arches",
@@ -127,7 +127,7 @@ def _record(compiler: str, store: Path | None) -> dict:
             pass  # unreadable or stale record: probe again and overwrite it
     record = _probe(compiler)
     if record_path is not None:  # a speed-up: a cache that cannot take it is no error
-        from ..cache_store import atomic_write, cache_problem, describe, ensure_dir
+        from ..cache.store import atomic_write, cache_problem, describe, ensure_dir
         from ..errors import CacheError
 
         try:

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 from ..errors import KernelRegistrationError
 
 if TYPE_CHECKING:
-    from ..primitive import XLACustomKernel
+    from ..core.primitive import XLACustomKernel
 
 __all__ = ["check_options", "linear_argnums_of", "resolve_kernel", "wanted_checks"]
 
 
 def resolve_kernel(kernel: object) -> XLACustomKernel:
-    from ..primitive import XLACustomKernel
+    from ..core.primitive import XLACustomKernel
 
     if isinstance(kernel, str):
-        from ..registry import get_primitive
+        from ..core.registry import get_primitive
 
         kernel = get_primitive(kernel)
     if not isinstance(kernel, XLACustomKernel):

@@ -25,7 +25,7 @@ from .report import CheckReport, CheckResult, KernelCheckError
 from .subject import Subject, error_text
 
 if TYPE_CHECKING:
-    from ..primitive import XLACustomKernel
+    from ..core.primitive import XLACustomKernel
     from ..types import Outs
 
 __all__ = ["CHECKS", "check_kernel", "present_platforms"]

@@ -5,10 +5,10 @@
   signatures), resolved into a typed :class:`~.request.LoadRequest`;
 - :mod:`.argspec`, :mod:`.signature`, :mod:`.annotations`, :mod:`.tokens`: which C++
   parameter is an input, an output, the stream or an attribute;
-- :mod:`.codegen`: the generated FFI handlers; :mod:`.pipeline`: build (through
+- :mod:`.codegen`: the generated FFI handlers; :mod:`.build`: build (through
   :mod:`polykernel.native.build`) and register (through
   :mod:`polykernel.ffi.targets`);
-- :mod:`.module`, :mod:`.compiled`: what ``load_*`` returns; :mod:`.runtime`:
+- :mod:`.kernel`, :mod:`.compiled`: what ``load_*`` returns; :mod:`.runtime`:
   ``register_ffi_target`` by hand; :mod:`.revive`: targets from the cache in a new
   process; :mod:`.backend`: the backend's protocol object.
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from .compiled import CompiledModule
 from .directory import load_cuda_dir
+from .kernel import NativeFunction, NativeModule
 from .loader import load_cpp_file, load_cpp_inline, load_cuda_file, load_cuda_inline
-from .module import NativeFunction, NativeModule
 from .runtime import register_ffi_target
 from .tokens import normalize_tokens
 

@@ -1,7 +1,7 @@
 """``CompiledModule``: a loaded shared library and its FFI handler symbols.
 
 The reference API's module type.
-:class:`~polykernel.backends.cuda_raw.module.NativeModule`
+:class:`~polykernel.backends.cuda_raw.kernel.NativeModule`
 (what ``load_*`` returns) is a ``CompiledModule``, so ``mod.path``,
 ``mod.content_hash``, ``mod.function_names`` and ``mod.get_handler(name)`` work on
 every loaded module. A ``CompiledModule`` can also be made from any library built

@@ -18,8 +18,8 @@ from typing import Any
 
 from ...errors import KernelSourceNotFoundError, KernelTypeError
 from ...platforms import LoweringPlatform
+from .kernel import NativeModule
 from .loader import load_source, read_source
-from .module import NativeModule
 
 __all__ = ["collect_sources", "load_cuda_dir"]
 

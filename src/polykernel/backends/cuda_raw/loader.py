@@ -7,7 +7,7 @@ The signatures are the reference API's (same positional order, same keywords and
 defaults), plus polykernel's ``options=CompileOptions(...)`` and ``vmap_method``.
 Every argument is checked here, before any work, so a wrong type is a
 ``TypeError`` and a wrong value a ``ValueError`` naming the argument (both also
-polykernel errors). Target naming and reloading: see :mod:`.pipeline`.
+polykernel errors). Target naming and reloading: see :mod:`.build`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from ...errors import (
 from ...native.compiler import CompileOptions
 from ...platforms import LoweringPlatform
 from ...types import VmapMethod
-from .module import NativeModule
-from .pipeline import load
+from .build import load
+from .kernel import NativeModule
 from .request import Functions, LoadKeywords, LoadRequest, keywords_for
 
 __all__ = [
@@ -73,7 +73,7 @@ def load_cpp_inline(
         force_rebuild: compile even if the cache holds this build.
         replace: accepted for the reference's signature: a reload with different
             code under this name always re-points ``"<target_prefix>.<function>"``
-            to the new build (see :mod:`polykernel.backends.cuda_raw.pipeline`).
+            to the new build (see :mod:`polykernel.backends.cuda_raw.build`).
         auto_register: register ``"<target_prefix>.<function>"`` for raw
             ``jax.ffi.ffi_call``; the module's own callables work either way.
         target_prefix: prefix of those names (default ``name``).

@@ -5,7 +5,7 @@
 versions). The name therefore finds the compiled library on disk without the
 source: the entry ``native/<key40>/`` whose key starts with ``key16`` and whose
 ``meta.json`` names module ``<name>``. That is what a process needs to run a
-``jax.export`` artefact built elsewhere (see :mod:`polykernel.exporting`).
+``jax.export`` artefact built elsewhere (see :mod:`polykernel.core.exporting`).
 
 The documented short name ``"<name>.<function>"`` is not content-derived (the
 first build of a name in a process owns it), so it cannot be found this way.
@@ -19,13 +19,13 @@ import json
 import re
 from pathlib import Path
 
-from ... import config
-from ...cache_store import read_regular, readonly_roots
+from ...cache.store import read_regular, readonly_roots
 from ...ffi import targets
 from ...native import cache
 from ...platforms import xla_platform
+from ...settings import paths as config
+from .build import BACKEND, identity
 from .compiled import CompiledModule
-from .pipeline import BACKEND, identity
 
 __all__ = ["TARGET_PATTERN", "load_cached_target", "revive"]
 

@@ -16,8 +16,8 @@ import ctypes
 from ...errors import KernelRegistrationError, KernelTypeError
 from ...ffi import targets
 from ...platforms import xla_platform
+from .build import forwarded_identity, identity
 from .compiled import CompiledModule
-from .pipeline import forwarded_identity, identity
 
 __all__ = ["register_ffi_target"]
 

@@ -1,6 +1,6 @@
 """The Numba handler cache: its key and its files (nothing else knows either).
 
-Layout under ``config.cache_root()`` (owner-only, see :mod:`polykernel.cache_store`)::
+Layout under ``config.cache_root()`` (owner-only, see :mod:`polykernel.cache.store`)::
 
     numba/<key40>/handler.o     the self-contained handler object (ELF/Mach-O)
     numba/<key40>/meta.json     key, size and SHA-256 of handler.o, entry symbol,
@@ -8,7 +8,7 @@ Layout under ``config.cache_root()`` (owner-only, see :mod:`polykernel.cache_sto
     numba/locks/<key40>.lock    fcntl lock: N processes, one build
 
 Entries are stored, verified (read-only tiers first) and published atomically by
-:mod:`polykernel.cache_entries`; any fault is a miss.
+:mod:`polykernel.cache.entries`; any fault is a miss.
 
 The key (:func:`cache_key`) is a SHA-256 over named parts, each logged at DEBUG
 (logger ``polykernel.backends.numba.cache``):
@@ -36,11 +36,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ... import config
-from ...cache_admin import apply_size_cap
-from ...cache_entries import DAMAGED, META, entry_fault, publish_entry, read_entry
-from ...cache_locks import entry_lock
-from ...cache_store import compute_key
+from ...cache.admin import apply_size_cap
+from ...cache.entries import DAMAGED, META, entry_fault, publish_entry, read_entry
+from ...cache.locks import entry_lock
+from ...cache.store import compute_key
+from ...settings import paths as config
 
 __all__ = ["cache_key", "lock", "lookup", "numba_root", "publish"]
 
@@ -148,7 +148,7 @@ def cache_key(target: str, codegen: Any) -> str:
 
 def lookup(key: str) -> tuple[bytes, dict] | None:
     """``(object bytes, meta)`` of a valid entry for ``key``, or None (a miss):
-    read-only tiers first, everything verified (:mod:`polykernel.cache_entries`)."""
+    read-only tiers first, everything verified (:mod:`polykernel.cache.entries`)."""
     found = read_entry(SECTION, key)
     if found is None or OBJECT not in found.files:
         return None

@@ -2,9 +2,9 @@
 
 - :mod:`.kernel`: :func:`numba_cuda_kernel` (native launch on GPU, simulator on CPU);
 - :mod:`.callable`: :func:`numba_cuda_callable` (a Python function launching kernels);
-- :mod:`.compiler`: PTX/cubin per architecture; :mod:`.numpy_shim` for NumPy >= 2.5;
+- :mod:`.compile`: PTX/cubin per architecture; :mod:`.numpy_shim` for NumPy >= 2.5;
 - :mod:`.array_abi`, :mod:`.launch_config`: pure launch-parameter arithmetic;
-- :mod:`.simulator`: Numba's CUDA simulator without ``NUMBA_ENABLE_CUDASIM``.
+- :mod:`.cpu`: Numba's CUDA simulator without ``NUMBA_ENABLE_CUDASIM``.
 
 Importing this package imports neither Numba nor CUDA (see ``docs/gpu.md``).
 """

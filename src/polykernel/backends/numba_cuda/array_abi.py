@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ...gpu.layout import BufferSpec, LaunchSpec, Param, constant, pointer
+from ...launcher.layout import BufferSpec, LaunchSpec, Param, constant, pointer
 
 __all__ = ["array_params", "c_strides", "kernel_launch_spec", "params_per_array"]
 

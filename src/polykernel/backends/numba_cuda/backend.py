@@ -1,7 +1,7 @@
 """The ``numba_cuda`` backend's protocol object: native launch on GPU, simulator on CPU.
 
 ``numba_cuda_kernel`` calls go to the native GPU launcher (whose targets belong to
-:mod:`polykernel.gpu`); ``numba_cuda_callable`` functions get a CUDA handler each,
+:mod:`polykernel.launcher`); ``numba_cuda_callable`` functions get a CUDA handler each,
 named ``pk_ncc_<24 hex>`` after the function's module, name and code, which a new
 process registers again once that module is imported (:mod:`.revive`).
 """

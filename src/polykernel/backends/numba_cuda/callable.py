@@ -11,7 +11,7 @@ Python per call.
 
 On the CPU the function runs under Numba's CUDA simulator: while it runs, the names
 in its module bound to ``numba.cuda`` point at the simulator package and its
-``@cuda.jit`` kernels at simulated ones (see :mod:`.simulator`); arrays are the
+``@cuda.jit`` kernels at simulated ones (see :mod:`.cpu`); arrays are the
 simulator's device arrays over NumPy buffers.
 
 Example:
@@ -37,11 +37,11 @@ from ...errors import KernelTypeError
 from ...ffi import targets
 from ...platforms import Platform
 from ...types import Outs, VmapMethod
-from .compiler import require_numba_cuda
+from .compile import require_numba_cuda
+from .cpu import SimulatedCuda, simulated_globals
 from .host_handler import DeviceBuffer, make_host_handler
 from .naming import TARGET_PATTERN, callable_target, save_note
 from .numpy_shim import apply_numpy_shim
-from .simulator import SimulatedCuda, simulated_globals
 
 __all__ = [
     "TARGET_PATTERN",

@@ -7,7 +7,7 @@ Python handler must not be recorded in a CUDA graph), and on execution decodes
 every buffer (dtype, shape, device pointer) and XLA's stream, then calls
 ``call(inputs, outputs, stream)``. A Python exception becomes an ``XLA_FFI_Error``
 carrying its type and message. Offsets come from :mod:`polykernel.ffi.abi`, so the
-handler is checked here with a hand-built frame (``tests/ffi_frames.py``).
+handler is checked here with a hand-built frame (``tests/support/ffi_frames.py``).
 
 Example:
     >>> h = make_host_handler("f", lambda ins, outs, stream: None)  # doctest: +SKIP

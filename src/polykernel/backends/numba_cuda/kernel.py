@@ -2,15 +2,15 @@
 
 On a GPU (a primitive lowering for ``gpu``, or outside a primitive when JAX's
 default device is a GPU: ``jax.default_device`` or the first device) the kernel is
-compiled ahead for the device's architecture (:mod:`.compiler`) and registered with
-the native launcher (:mod:`polykernel.gpu`): the call is a typed XLA FFI custom
+compiled ahead for the device's architecture (:mod:`.compile`) and registered with
+the native launcher (:mod:`polykernel.launcher`): the call is a typed XLA FFI custom
 call whose handler is machine code that launches the kernel on XLA's stream. No
 Python runs per call, and the handler is command-buffer compatible, so XLA can
 record it in CUDA graphs.
 
 On the CPU (a primitive lowering for ``cpu``, or JAX's default device is a CPU)
 the same kernel runs under Numba's CUDA simulator through ``jax.pure_callback``
-(:mod:`.simulator`): slow, but it executes the kernel's own grid/block arithmetic,
+(:mod:`.cpu`): slow, but it executes the kernel's own grid/block arithmetic,
 so semantics are tested without a GPU.
 
 Example:
@@ -37,13 +37,13 @@ from ...contract.launch import launch_count, size_of
 from ...contract.outs import OutSpec
 from ...contract.scalars import Scalars
 from ...errors import KernelCallError, KernelRegistrationError, UnsupportedDtypeError
-from ...gpu.layout import BufferSpec
+from ...launcher.layout import BufferSpec
 from ...platforms import Platform
 from ...types import LaunchDims, Outs, VmapMethod
 from .array_abi import kernel_launch_spec
-from .compiler import check_kernel, compile_kernel, kernel_name, require_numba_cuda
+from .compile import check_kernel, compile_kernel, kernel_name, require_numba_cuda
+from .cpu import run_batched, run_kernel
 from .launch_config import resolve_launch
-from .simulator import run_batched, run_kernel
 
 __all__ = ["NumbaCudaKernel", "buffer_specs", "numba_cuda_kernel"]
 
@@ -117,7 +117,7 @@ class NumbaCudaKernel(BackendKernel):
         return self._simulated_call(arrays, buffers)
 
     def _gpu_call(self, args, buffers) -> list[Any]:
-        from ...gpu.launcher import register_gpu_kernel
+        from ...launcher.kernels import register_gpu_kernel
         from ...native.toolchain import cuda_arches
 
         dtypes = tuple(b.dtype for b in buffers)

@@ -19,7 +19,7 @@ import uuid
 import weakref
 from typing import Any
 
-from ...cache_entries import entry_path, publish_entry, read_entry
+from ...cache.entries import entry_path, publish_entry, read_entry
 
 __all__ = [
     "SECTION",

@@ -32,9 +32,9 @@ from ... import _jax_compat as jc
 from ...contract.kernel import BackendKernel
 from ...contract.launch import launch_shape, size_of
 from ...contract.outs import OutSpec
+from ...contract.platform_context import current_platform, lowering_platform
 from ...contract.scalars import Scalars
 from ...errors import KernelCallError, KernelRegistrationError, KernelTypeError
-from ...platform_context import current_platform, lowering_platform
 from ...platforms import Platform
 from ...types import LaunchDims, Outs
 

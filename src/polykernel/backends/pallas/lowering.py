@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import _jax_compat as jc
-from ...platform_context import lowering_for
+from ...contract.platform_context import lowering_for
 from ...platforms import Platform
 
 __all__ = ["AOT_GPU", "TRITON_TARGET", "lower_for_cuda", "lowering_context"]

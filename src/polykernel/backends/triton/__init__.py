@@ -5,7 +5,7 @@ interpreted on CPU.
 - :mod:`.source`: ``@triton.jit`` and ``TRITON_INTERPRET=1`` kernels alike;
 - :mod:`.params`: signature and launch parameters (pure); :mod:`.compile`: cubins
   ahead of the call; :mod:`.gpu`: registration with the native launcher;
-- :mod:`.interp`: Triton's interpreter on host arrays (the CPU path);
+- :mod:`.cpu`: Triton's interpreter on host arrays (the CPU path);
 - :mod:`.backend`: the backend's protocol object.
 
 Importing this package imports no Triton. See ``docs/triton.md``.

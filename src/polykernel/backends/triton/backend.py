@@ -1,7 +1,7 @@
 """The ``triton`` backend's protocol object: the interpreter on CPU, cubins on GPU.
 
 Its GPU calls go to the native launcher, whose targets belong to the launcher
-(:mod:`polykernel.gpu`); it registers no FFI target of its own.
+(:mod:`polykernel.launcher`); it registers no FFI target of its own.
 """
 
 from __future__ import annotations

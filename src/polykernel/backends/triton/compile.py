@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import KernelCompilationError, UnsupportedFeatureError
-from ...gpu.launcher import KernelImage
+from ...launcher.kernels import KernelImage
 from .params import TritonSignature
 
 __all__ = ["CompiledTriton", "compile_triton", "triton_target"]
@@ -87,7 +87,7 @@ def compile_triton(
     import triton
     from triton.compiler import ASTSource
 
-    from .interp import language_lock
+    from .cpu import language_lock
 
     src = ASTSource(jit_fn, dict(sig.signature), dict(sig.constexprs), sig.attrs)
     try:

@@ -2,8 +2,8 @@
 
 :func:`gpu_kernel` compiles the kernel with Triton for one architecture (no GPU
 needed: :mod:`.compile`) and registers it with the native GPU launcher
-(:mod:`polykernel.gpu`) with the launch spec of one call: buffers, Triton's parameter
-list (:func:`.params.launch_params`), grid, block, shared memory and, when the
+(:mod:`polykernel.launcher`) with the launch spec of one call: buffers, Triton's
+parameter list (:func:`.params.launch_params`), grid, block, shared memory and, when the
 kernel needs one, its per-program global scratch as one more (discarded) output.
 """
 
@@ -33,9 +33,9 @@ def target_arch() -> str:
     """
     import os
 
-    from ...cuda_arch import normalize_arch
     from ...native.toolchain import ARCH_ENV, cuda_arches
-    from ...preferences import pinned_cuda_arches
+    from ...settings.cuda_arch import normalize_arch
+    from ...settings.preferences import pinned_cuda_arches
 
     if not (pinned_cuda_arches() or os.environ.get(ARCH_ENV, "").strip()):
         import jax
@@ -59,10 +59,10 @@ def gpu_kernel(
     """Compile ``kernel`` (a :class:`~.kernel.TritonKernel`) for ``arch`` (default:
     the GPU's) and register it with the launcher.
 
-    Returns the :class:`~polykernel.gpu.GpuKernel`; needs no GPU when ``arch``
+    Returns the :class:`~polykernel.launcher.GpuKernel`; needs no GPU when ``arch``
     is given (which is how the compile-level tests run).
     """
-    from ...gpu import BufferSpec, LaunchSpec, register_gpu_kernel
+    from ...launcher import BufferSpec, LaunchSpec, register_gpu_kernel
     from .compile import compile_triton
 
     arch = arch or target_arch()

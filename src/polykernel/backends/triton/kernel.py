@@ -18,11 +18,11 @@ or of the call::
 
 * **GPU** (lowering for ``gpu``, or JAX's default backend is a GPU): the kernel is
   compiled by Triton for the device's architecture when the call is traced, and the
-  custom call goes to polykernel's native launcher (``polykernel.gpu``), which
+  custom call goes to polykernel's native launcher (``polykernel.launcher``), which
   launches the cubin on XLA's stream: no Python per call, CUDA-graph capturable,
   no jax-triton. Scalars are baked into the launch (a new value is a new launch
   spec, not a new compile).
-* **CPU**: the kernel runs in Triton's interpreter (see :mod:`.interp`),
+* **CPU**: the kernel runs in Triton's interpreter (see :mod:`.cpu`),
   through ``jax.pure_callback``; for tests and small problems, not for speed.
 
 Both paths batch under ``jax.vmap`` with ``vmap_method="expand_dims"`` semantics: one
@@ -202,7 +202,7 @@ class TritonKernel(BackendKernel):
     def _cpu(self, arrays: list[Any], sig: TritonSignature, grid: Any) -> list[Any]:
         import jax
 
-        from .interp import interpret_batched
+        from .cpu import interpret_batched
 
         compiled = [(tuple(x.shape), np.dtype(x.dtype).name) for x in arrays]
         compiled += [(tuple(s.shape), np.dtype(s.dtype).name) for s in self.out_specs]

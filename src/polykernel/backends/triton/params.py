@@ -13,8 +13,8 @@ becomes the compiled entry's parameter list, which is Triton's rule:
 * then the pointers Triton appends to every kernel: the global scratch buffer and
   the profile scratch buffer (null when the kernel needs none).
 
-:func:`launch_params` writes that list as :class:`~polykernel.gpu.layout.Param` for
-the native launcher; ``tests/test_triton_params.py`` pins it and the slow test
+:func:`launch_params` writes that list as :class:`~polykernel.launcher.layout.Param` for
+the native launcher; ``tests/backends/triton/test_params.py`` pins it and the slow test
 compares it with the ``.param`` list of the PTX Triton produces.
 
 Example:
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import KernelRegistrationError, KernelTypeError
-from ...gpu.layout import Param, constant, pointer
+from ...launcher.layout import Param, constant, pointer
 
 __all__ = [
     "POINTER_ALIGN",

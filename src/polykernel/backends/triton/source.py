@@ -4,7 +4,7 @@ the interpreter's function.
 Triton's documentation runs kernels on a CPU by setting ``TRITON_INTERPRET=1``
 before they are decorated; ``@triton.jit`` then returns an ``InterpretedFunction``
 instead of a ``JITFunction``. Both carry the kernel's Python function (``.fn``) and
-parameter names, which is all polykernel's CPU path (:mod:`.interp`) needs, so both
+parameter names, which is all polykernel's CPU path (:mod:`.cpu`) needs, so both
 are accepted and behave the same on the CPU. For a GPU, a ``JITFunction`` is made
 from the Python function when the kernel is compiled; a kernel that calls other
 ``@triton.jit`` helpers cannot be compiled that way in such a process (the helpers

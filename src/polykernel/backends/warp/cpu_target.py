@@ -5,7 +5,7 @@ mangled name, the signature and the launch grid), so a program compiled in one
 process (JAX's persistent cache, ``jax.export``) finds the same name in the next,
 where this module builds and registers the handler again around that process's
 copy of the kernel — or, in a process that never defined it, :mod:`.revive` does
-from the copy of Warp's object :mod:`.store` keeps in the cache.
+from the copy of Warp's object :mod:`.cache` keeps in the cache.
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def cpu_target(owner: Any, sig: Signature, shapes: Any) -> tuple[str, dict]:
     """Register the handler for ``sig`` and return ``(target name, {})``."""
     import dataclasses
 
+    from .cache import save
     from .cpu_handler import build_cpu_handler
-    from .store import save
 
     module_exec, address, digest = load_cpu(owner.kernel)
     plan = dataclasses.replace(owner.plan, launch_ndim=launch_rank(owner.kernel))

@@ -3,7 +3,7 @@
 Warp compiles CUDA with its bundled NVRTC, so this works on a machine without a
 GPU or a CUDA driver (the ``slow`` tests build for ``sm_80`` and ``sm_90`` here).
 The images and the forward entry's name and shared-memory size are what the
-native launcher (:mod:`polykernel.gpu`) needs; Warp's own runtime is not used to
+native launcher (:mod:`polykernel.launcher`) needs; Warp's own runtime is not used to
 launch. Builds are memoised per (module hash, architectures) in this process.
 """
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...cuda_arch import normalize_arch
 from ...errors import KernelCompilationError
+from ...settings.cuda_arch import normalize_arch
 from .types import import_warp
 
 __all__ = ["CudaBuild", "build_cuda"]
@@ -29,7 +29,7 @@ _builds: dict[Any, CudaBuild] = {}
 
 @dataclass(frozen=True)
 class CudaBuild:
-    """Images of one kernel: ``images`` are ``polykernel.gpu.KernelImage``."""
+    """Images of one kernel: ``images`` are ``polykernel.launcher.KernelImage``."""
 
     entry: str  # ``<mangled name>_cuda_kernel_forward``
     images: tuple[Any, ...]
@@ -44,7 +44,7 @@ def build_cuda(kernel: Any, archs: Sequence[Any]) -> CudaBuild:
     Raises:
         KernelCompilationError: Warp (NVRTC) failed to compile for an arch.
     """
-    from ...gpu.launcher import KernelImage
+    from ...launcher.kernels import KernelImage
 
     wp = import_warp()
     numbers = tuple(sorted({int(normalize_arch(a).rstrip("af")) for a in archs}))

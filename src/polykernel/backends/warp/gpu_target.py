@@ -7,8 +7,8 @@ launcher patches into each ``array_t``'s first 8 bytes per launch (and per batch
 element under ``vmap``). No Python and no Warp runtime run per call.
 
 **Not launched here**: warp-lang is not installed on the GPU machines we have, so
-this path is built and checked ahead of time (``tests/test_warp_gpu.py``, marked
-``slow``) and its launch tests are marked ``gpu``.
+this path is built and checked ahead of time (``tests/backends/warp/test_gpu.py``,
+marked ``slow``) and its launch tests are marked ``gpu``.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def launch_spec(
     launch_ndim: int,
     shared_mem: int = 0,
 ) -> Any:
-    """The :class:`polykernel.gpu.LaunchSpec` of one call (pure, no CUDA)."""
-    from ...gpu.layout import BufferSpec, LaunchSpec, constant, struct_param
+    """The :class:`polykernel.launcher.LaunchSpec` of one call (pure, no CUDA)."""
+    from ...launcher.layout import BufferSpec, LaunchSpec, constant, struct_param
 
     dtypes = [a.dtype for a in plan.arrays]
     all_shapes = [*shapes, *(tuple(o.shape) for o in outs)]
@@ -80,7 +80,7 @@ def _device_arch() -> str:
 def gpu_target(owner: Any, sig: Signature, shapes: Any, values: Any) -> tuple:
     """Build for this device's arch, register with the launcher; return
     ``(FFI target, attributes)``."""
-    from ...gpu.launcher import register_gpu_kernel
+    from ...launcher.kernels import register_gpu_kernel
     from .gpu_build import build_cuda
 
     del sig  # the launch spec carries dtypes and shapes

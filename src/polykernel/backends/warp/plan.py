@@ -13,7 +13,7 @@ gets the next buffer (the inputs, then the outputs). Warp passes arrays as
 On CPU the entry point is ``void <name>_cpu_forward(launch_bounds_t<N>*,
 wp_args_<name>*)`` with ``wp_args_<name>`` a C struct of the parameters in
 order; on CUDA each parameter is passed by value after the launch bounds.
-``tests/test_warp_abi.py`` checks these numbers against Warp's own ctypes
+``tests/backends/warp/test_abi.py`` checks these numbers against Warp's own ctypes
 mirrors. Nothing here imports Warp: :func:`describe_kernel` reads its kernel
 object duck-typed.
 """

@@ -1,7 +1,7 @@
 """Warp's CPU targets in a new process: from a copy of Warp's build in our cache.
 
 A Warp CPU target (``pk_warp_<24 hex>``) is a handler JIT-compiled around the entry
-point of Warp's CPU build of the kernel's module. :mod:`.store` keeps a copy of that
+point of Warp's CPU build of the kernel's module. :mod:`.cache` keeps a copy of that
 object file and what the handler was built from when the target is registered. In a
 process that never saw the kernel, :func:`revive` loads the copy with Warp's own
 object loader, looks the entry up and builds the same handler around it — no Python
@@ -16,9 +16,9 @@ import logging
 import threading
 from typing import Any
 
+from .cache import read
 from .cpu_handler import build_cpu_handler
 from .cpu_target import target_for
-from .store import read
 from .types import import_warp
 
 __all__ = ["revive"]

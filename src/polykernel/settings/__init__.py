@@ -1,0 +1,11 @@
+"""Process-wide settings: where things live and the knobs users turn.
+
+- :mod:`.paths`: the cache and config directories, on/off environment variables;
+- :mod:`.preferences`: the reference API's ``config.*`` setters (backend, Numba,
+  CUDA architecture);
+- :mod:`.tuned_defaults`: default backends persisted in ``defaults.json``;
+- :mod:`.cuda_arch`: CUDA architecture names;
+- :mod:`.allocator`: the opt-in C allocator tuning.
+
+:mod:`polykernel.config` is the public face of these.
+"""

@@ -1,0 +1,146 @@
+"""Warp's GPU path: built ahead of time here, launched only where a GPU and Warp are.
+
+warp-lang is not installed on the GPU machines available to the project, so the
+``slow`` tests below are what checks this path in CI: Warp's NVRTC build for
+``sm_80`` and ``sm_90``, the launch spec against the compiled entry's parameter
+list, registration with the native launcher, and lowering for CUDA. The ``gpu``
+test runs only on a machine with both a GPU and warp-lang.
+"""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import polykernel as pk
+from polykernel.backends.warp.gpu_build import build_cuda
+from polykernel.backends.warp.gpu_target import launch_spec
+
+wp = pytest.importorskip("warp")
+N = 1000
+
+
+@wp.kernel
+def saxpy(x: wp.array(dtype=wp.float32), alpha: wp.float32,
+          y: wp.array(dtype=wp.float32), out: wp.array(dtype=wp.float32)):  # fmt: skip
+    i = wp.tid()
+    out[i] = alpha * x[i] + y[i]
+
+
+def _spec(kernel, build, *, launch_dims=None):
+    f = pk.warp_kernel(kernel, jax.ShapeDtypeStruct((N,), jnp.float32))
+    return launch_spec(f.plan, [(N,), (N,)], f.out_specs,
+                       [("alpha", np.float32(2.0))], launch_dims,
+                       build.block_dim, build.launch_ndim)  # fmt: skip
+
+
+def _ptx_params(ptx: bytes, entry: str) -> list[int]:
+    """Byte size of each parameter of ``entry`` in Warp's PTX."""
+    body = re.search(rf"\.entry {entry}\((.*?)\)", ptx.decode(), re.S).group(1)
+    sizes = []
+    for line in body.split(","):
+        struct = re.search(r"\.b8 \w+\[(\d+)\]", line)
+        scalar = re.search(r"\.param \.[a-z](\d+) ", line)
+        sizes.append(int(struct.group(1)) if struct else int(scalar.group(1)) // 8)
+    return sizes
+
+
+@pytest.mark.slow
+def test_builds_for_sm80_and_sm90_and_the_spec_matches_the_entry_parameters():
+    build = build_cuda(saxpy, ["sm_80", "sm_90"])
+    kinds = sorted((im.kind, im.arch) for im in build.images)
+    assert kinds == [("cubin", "80"), ("cubin", "90"), ("ptx", "80"), ("ptx", "90")]
+    assert build.entry == f"{saxpy.get_mangled_name()}_cuda_kernel_forward"
+    spec = _spec(saxpy, build)
+    for image in build.images:
+        if image.kind == "ptx":
+            assert _ptx_params(image.data, build.entry) == [p.size for p in spec.params]
+    assert [p.size for p in spec.params] == [24, 56, 4, 56, 56]
+    assert spec.grid == (-(-N // build.block_dim), 1, 1)
+    assert spec.block == (build.block_dim, 1, 1)
+    blob = spec.pack([0x1000, 0x2000, 0x3000])  # pointers land in each array_t
+    offsets = spec.offsets()  # bounds, x, alpha, y, out
+    ptrs = [
+        int.from_bytes(blob[offsets[k] : offsets[k] + 8], "little") for k in (1, 3, 4)
+    ]
+    assert ptrs == [0x1000, 0x2000, 0x3000]
+
+
+@pytest.mark.slow
+def test_registers_with_the_native_launcher_and_lowers_for_cuda():
+    from polykernel.launcher import register_gpu_kernel
+
+    build = build_cuda(saxpy, ["sm_80", "sm_90"])
+    kernel = register_gpu_kernel(build.images, build.entry, _spec(saxpy, build))
+    assert kernel.kernel_id.startswith("pkgpu_")
+
+    op = pk.XLACustomKernel("test_warp_gpu.saxpy")
+
+    def gen(outs, **kw):
+        f = pk.warp_kernel(saxpy, outs[0])
+        return lambda x, y: f(x, y, alpha=kw["alpha"])
+
+    op.def_warp_kernel(gen)
+    op.def_kernel("warp", "cpu", gen)
+    x = jax.ShapeDtypeStruct((N,), jnp.float32)
+
+    def call(x, y):
+        return op(x, y, outs=[x], alpha=2.0)[0]
+
+    exported = jax.export.export(
+        jax.jit(call),
+        platforms=("cuda",),
+        disabled_checks=[jax.export.DisabledSafetyCheck.custom_call(
+            "polykernel_gpu_launch")],
+    )(x, x)  # fmt: skip
+    text = exported.mlir_module()
+    assert "polykernel_gpu_launch" in text  # CUDA: our launcher, Warp's image id
+    assert re.search(r'kernel = "pkgpu_[0-9a-f]{32}"', text)
+    cpu_text = jax.jit(call).lower(x, x).as_text()
+    assert re.search(r"pk_warp_[0-9a-f]{24}", cpu_text)  # CPU: our handler
+
+
+@pytest.mark.slow
+def test_each_scalar_value_gets_its_own_launch_template():
+    from polykernel.contract.platform_context import lowering_for
+
+    f = pk.warp_kernel(saxpy, jax.ShapeDtypeStruct((N,), jnp.float32))
+    x = jax.ShapeDtypeStruct((N,), jnp.float32)
+
+    def kernel_id(alpha):
+        with lowering_for("gpu"):  # what XLACustomKernel sets for its gpu lowering
+            fn = jax.jit(lambda a, b: f(a, b, alpha=alpha))
+            text = fn.trace(x, x).lower(lowering_platforms=("cuda",)).as_text()
+        return re.search(r'kernel = "(pkgpu_[0-9a-f]{32})"', text).group(1)
+
+    assert kernel_id(2.0) == kernel_id(2.0) != kernel_id(3.0)
+
+
+@pytest.mark.gpu
+def test_launches_on_a_gpu():
+    gpu = jax.devices("gpu")[0]
+    f = pk.warp_kernel(saxpy, jax.ShapeDtypeStruct((N,), jnp.float32))
+    x = jax.device_put(jnp.arange(N, dtype=jnp.float32), gpu)
+    y = jax.device_put(jnp.ones(N, jnp.float32), gpu)
+    np.testing.assert_allclose(jax.jit(lambda a, b: f(a, b, alpha=2.0))(x, y),
+                               2 * np.arange(N) + 1)  # fmt: skip
+
+
+@wp.kernel
+def typed_saxpy(x: wp.array[wp.float32], alpha: wp.float32,
+                y: wp.array[wp.float32], out: wp.array[wp.float32]):  # fmt: skip
+    i = wp.tid()
+    out[i] = alpha * x[i] + y[i]
+
+
+@pytest.mark.slow
+def test_typed_array_annotations_build_with_the_same_launch_layout():
+    build = build_cuda(typed_saxpy, ["sm_90"])
+    spec = _spec(typed_saxpy, build)
+    ptx = next(im for im in build.images if im.kind == "ptx")
+    assert _ptx_params(ptx.data, build.entry) == [p.size for p in spec.params]
+    assert [p.size for p in spec.params] == [24, 56, 4, 56, 56]

@@ -1,0 +1,67 @@
+"""Python in a fresh process, for tests that need one (import side effects, env
+variables read at start-up, several processes): one helper instead of many copies."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+#: This folder (helpers and child scripts) and the repository's root.
+SUPPORT = Path(__file__).resolve().parent
+REPO = SUPPORT.parents[1]
+
+
+def run_python(
+    *args: str | Path,
+    code: str | None = None,
+    env: dict[str, str],
+    timeout: float = 120,
+    cwd: str | Path | None = None,
+) -> str:
+    """Run ``python -c code`` or ``python *args``; assert exit 0; return stdout."""
+    argv = ["-c", code] if code is not None else [str(a) for a in args]
+    proc = subprocess.run(
+        [sys.executable, *argv],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    )
+    return proc.stdout
+
+
+def last_json(stdout: str) -> Any:
+    """The JSON document on the last line of ``stdout``."""
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+#: Optional packages a script or a docs page may import (``make test`` installs them
+#: all; a GPU machine without network may lack one, e.g. warp-lang).
+OPTIONAL_PACKAGES = ("warp", "triton", "numba")
+
+_IMPORT = re.compile(r"^\s*(?:>>> |\.\.\. )?(import|from)\s+([^#\n]+)", re.M)
+
+
+def missing_optional(
+    source: str, optional: tuple[str, ...] = OPTIONAL_PACKAGES
+) -> list[str]:
+    """The packages of ``optional`` that ``source`` imports and are not installed.
+
+    Reads ``import a.b as c, d`` and ``from a.b import c`` lines (top-level names).
+    """
+    imported = set()
+    for kind, rest in _IMPORT.findall(source):
+        names = rest.split(" import ")[0] if kind == "from" else rest
+        for name in names.split(","):
+            if words := name.split():
+                imported.add(words[0].split(".")[0])
+    return [m for m in optional if m in imported and not importlib.util.find_spec(m)]
