@@ -99,8 +99,14 @@ def test_the_core_contract_holds_for_the_plugin(scale_fn):
         kernel(x, alpha=None)
     with pytest.raises(pk.AttributeValueError, match=r"'alpha'=1e\+300 .* out of "):
         kernel(x, alpha=1e300)
-    with pytest.raises(pk.KernelCallError, match="no scalar parameter 'beta'"):
+    with pytest.raises(pk.KernelCallError, match=r"ctypes_kernel 'scale': unknown "
+                       r"keyword argument 'beta' \(parameters: alpha: float32\)"):
         kernel(x, alpha=1.0, beta=2.0)
+    with pytest.raises(pk.KernelCallError, match="missing keyword argument 'alpha'"):
+        kernel(x)
+    with pytest.raises(pk.UnsupportedDtypeError, match=r"outs\[0\] has dtype int32, "
+                       r"which the ctypes_c backend cannot take; it takes float32"):
+        cb.ctypes_kernel(scale_fn, jax.ShapeDtypeStruct((16,), jnp.int32))
     with pytest.raises(pk.KernelRegistrationError, match="non-empty list/tuple"):
         cb.ctypes_kernel(scale_fn, [])
     with pytest.raises(pk.KernelRegistrationError, match="vmap_method must be one of"):

@@ -42,6 +42,10 @@ def _nk(**kw):
     return pk.numba_kernel(add1, F3, **kw)
 
 
+def _sc():
+    return pk.numba_kernel(scale, F3)
+
+
 NUMBA_KERNEL = [
     bad("kernel-not-njit", lambda: pk.numba_kernel(lambda x, o: None, F3),
         E.KernelTypeError, r"expected a @numba.njit function, got function"),
@@ -55,7 +59,8 @@ NUMBA_KERNEL = [
         ValueError, r"non-empty list/tuple \(or pytree\) of them, one per kernel "
         r"output \(got \[\]\)"),
     bad("outs-object-dtype", lambda: pk.numba_kernel(add1, S((3,), object)),
-        ValueError, r"outs\[0\] has dtype object, which cannot cross the XLA FFI"),
+        E.UnsupportedDtypeError, r"outs\[0\] has dtype object, which the numba "
+        r"backend cannot take; it takes bool, int8"),
     bad("vmap-method-bogus", lambda: _nk(vmap_method="bogus"),
         ValueError, r"vmap_method must be one of .* got 'bogus'"),
     bad("aliases-not-dict", lambda: _nk(input_output_aliases="a"),
@@ -78,14 +83,20 @@ NUMBA_KERNEL = [
     bad("too-many-inputs", lambda: _nk()(X, X),
         E.KernelCompilationError, r"too many positional arguments"),
     bad("too-few-inputs", lambda: _nk()(),
-        E.KernelCompilationError, r"missing a required argument: 'out'"),
-    bad("attr-array", lambda: _nk()(X, a=np.ones(2)),
-        E.KernelCallError, r"attribute 'a'=array\(\[1\., 1\.\]\) cannot be converted "
-        r"to a scalar: expected a real number, got ndarray"),
-    bad("attr-list", lambda: _nk()(X, a=[1]),
-        E.KernelCallError, r"attribute 'a'=\[1\] .* expected a real number, got list"),
-    bad("attr-complex", lambda: _nk()(X, a=1j),
-        E.KernelCallError, r"attribute 'a'=1j .* expected a real number, got complex"),
+        E.KernelCallError, r"'add1': missing keyword argument 'out' \(x takes the "
+        r"call's 1 array; parameters: out: inferred\)"),
+    bad("attr-unknown", lambda: _nk()(X, a=1),
+        E.KernelCallError, r"'add1': unknown keyword argument 'a' \(x, out take the "
+        r"call's 2 arrays; parameters: none\)"),
+    bad("attr-array", lambda: _sc()(X, alpha=np.ones(2)),
+        E.KernelCallError, r"attribute 'alpha'=array\(\[1\., 1\.\]\) cannot be "
+        r"converted to a scalar: expected a real number, got ndarray"),
+    bad("attr-list", lambda: _sc()(X, alpha=[1]),
+        E.KernelCallError, r"attribute 'alpha'=\[1\] .* expected a real number, got "
+        r"list"),
+    bad("attr-complex", lambda: _sc()(X, alpha=1j),
+        E.KernelCallError, r"attribute 'alpha'=1j .* expected a real number, got "
+        r"complex"),
     bad("attr-none", lambda: pk.numba_kernel(scale, F3)(X, alpha=None),
         TypeError, r"attribute 'alpha'=None .* expected a real number, got NoneType"),
     bad("attr-int-beyond-int64", lambda: pk.numba_kernel(scale, F3)(X, alpha=2**70),
@@ -93,15 +104,16 @@ NUMBA_KERNEL = [
         r"converted to int64: out of its range"),
     bad("attr-string", lambda: pk.numba_kernel(scale, F3)(X, alpha="2"),
         TypeError, r"attribute 'alpha'='2' .* expected a real number, got str"),
-    bad("attr-float16", lambda: _nk()(X, a=np.float16(1)),
-        E.KernelCallError, r"attribute 'a'=np.float16\(1\.0\) cannot be converted to "
-        r"a scalar: float16 values have no scalar type here"),
+    bad("attr-float16", lambda: _sc()(X, alpha=np.float16(1)),
+        E.KernelCallError, r"attribute 'alpha'=np.float16\(1\.0\) cannot be converted "
+        r"to a scalar: float16 values have no scalar type here"),
     bad("attr-keyword-name", lambda: _nk()(X, **{"class": 1}),
         E.KernelCallError, r"attribute name 'class' is not a valid Python identifier"),
     bad("attr-missing", lambda: pk.numba_kernel(scale, F3)(X),
-        E.KernelCompilationError, r"missing a required argument: 'alpha'"),
-    bad("attr-traced", lambda: jax.jit(lambda x, a: _nk()(x, a=a))(X, 1.0),
-        E.KernelCallError, r"attribute 'a' is a traced value"),
+        E.KernelCallError, r"'scale': missing keyword argument 'alpha' \(x, out take "
+        r"the call's 2 arrays; parameters: alpha: inferred\); pass it as a keyword"),
+    bad("attr-traced", lambda: jax.jit(lambda x, a: _sc()(x, alpha=a))(X, 1.0),
+        E.KernelCallError, r"attribute 'alpha' is a traced value"),
     bad("kernel-raises", lambda: pk.numba_kernel(raises, F3)(X),
         E.KernelExecutionError, r"'raises': the kernel raised ValueError: numba "
         r"kernel boom"),

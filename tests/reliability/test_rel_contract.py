@@ -1,4 +1,11 @@
-"""One table of scalar-keyword and launch-parameter cases, run through every backend.
+"""Wider scalar-keyword and launch-parameter cases, run through every backend that
+takes them.
+
+``tests/contract/test_conformance.py`` is the table of every rule x every backend (one
+float scalar, one launch parameter each); this file keeps the cases that need more:
+four declared scalar dtypes at once (float32, int32, uint32, bool), every launch
+parameter of a backend (Numba-CUDA's ``grid``, ``block`` and ``launch_dims``) and
+the launch counts.
 
 Every backend that takes scalar keywords (``numba``, ``warp``, ``triton`` and the
 ``cuda_raw`` functions of a native module) converts them through the one refusing

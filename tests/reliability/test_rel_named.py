@@ -215,15 +215,18 @@ NATIVE_CALL = [
     bad("outs-too-many", _native(X, outs=[F3, F3]),
         pk.KernelCallError, r"expected 1 output spec\(s\) in `outs`, got 2"),
     bad("outs-int", _native(X, outs=3),
-        pk.KernelCallError, r"`outs` must be a jax.ShapeDtypeStruct or a list of "
-        r"them, one per 'ret' \(got int: 3\)"),
+        pk.KernelRegistrationError, r"reliability_attrs.attrs: outs must be a "
+        r"jax.ShapeDtypeStruct or a non-empty list/tuple \(or pytree\) of them, one "
+        r"per kernel output \(got 3\)"),
     bad("outs-list-of-str", _native(X, outs=["f32"]),
         TypeError, r"outs\[0\] must have .shape and .dtype, .* \(got str: 'f32'\)"),
     bad("attribute-unknown", _native(X, beta=1.0),
-        pk.KernelCallError, r"attribute mismatch \(unknown: \['beta'\], missing: "
-        r"none\)"),
+        pk.KernelCallError, r"reliability_attrs.attrs: unknown keyword argument "
+        r"'beta' \(parameters: alpha: float32, n: int32, u: uint16, small: int8, "
+        r"flag: bool, wide: float64\)"),
     bad("attribute-missing", lambda: _module().attrs(X, outs=F3, alpha=1.0),
-        TypeError, r"missing: \['flag', 'n', 'small', 'u', 'wide'\]"),
+        TypeError, r"missing keyword arguments 'n', 'u', 'small', 'flag', 'wide' "
+        r"\(parameters: alpha: float32, .*\); pass them as keywords"),
     bad("function-unknown", lambda: _module().nope,
         AttributeError, r"native module 'reliability_attrs' has no function 'nope'; "
         r"it exports \['attrs'\]"),

@@ -3,9 +3,10 @@
 Only polykernel's public protocol is used: a :class:`polykernel.Backend` (what the
 technology is), a :class:`polykernel.BackendKernel` subclass (what a call emits),
 and :func:`polykernel.register_backend` — or the ``polykernel.backends`` entry
-point, see ``tests/contract/test_out_of_tree_backend.py``. Everything else — ``outs``,
-aliases, ``vmap_method`` defaults, scalar keywords through the one refusing
-converter, the eager cache, platform choice — comes from the core.
+point, see ``tests/contract/test_out_of_tree_backend.py``. The kernel *declares* its
+scalar parameters and output dtypes; everything else — ``outs``, aliases,
+``vmap_method`` defaults, unknown or missing keywords, scalar values through the one
+refusing converter, the eager cache, platform choice — comes from the core.
 
 A kernel is a C function ``void f(const float* x, float* out, int64_t n, <scalars>)``
 compiled with the system C compiler; on the CPU it runs behind
@@ -64,19 +65,16 @@ class CtypesKernel(pk.BackendKernel):
     backend = NAME
 
     def __init__(self, function: Any, outs: Any, scalars: Mapping[str, str],
-                 vmap_method: str | None = None) -> None:  # fmt: skip
+                 vmap_method: str | None = None,
+                 input_output_aliases: Mapping[int, int] | None = None,
+                 ) -> None:  # fmt: skip
+        # Declared, not checked here: the core binds the keywords to `scalars` and
+        # refuses outputs that are not float32 (what the C functions write).
         super().__init__("ctypes_kernel", function.__name__, outs, platforms=("cpu",),
-                         vmap_method=vmap_method)  # fmt: skip
+                         vmap_method=vmap_method,
+                         input_output_aliases=input_output_aliases,
+                         parameters=dict(scalars), out_dtypes=("float32",))  # fmt: skip
         self.function = function
-        self.declared = dict(scalars)
-
-    def scalar_dtype(self, name: str, value: Any) -> Any:
-        if name not in self.declared:
-            raise pk.KernelCallError(
-                f"{self.where}: no scalar parameter '{name}' (it takes "
-                f"{sorted(self.declared)})."
-            )
-        return self.declared[name]
 
     def emit(self, platform: Any, arrays: Sequence[Any], scalars: Any,
              outs: Any) -> list[Any]:  # fmt: skip
@@ -95,6 +93,9 @@ class CtypesKernel(pk.BackendKernel):
 
 
 def ctypes_kernel(function: Any, outs: Any, scalars: Mapping[str, str] | None = None,
-                  *, vmap_method: str | None = None) -> CtypesKernel:  # fmt: skip
+                  *, vmap_method: str | None = None,
+                  input_output_aliases: Mapping[int, int] | None = None,
+                  ) -> CtypesKernel:  # fmt: skip
     """Wrap a ctypes C function as a kernel (the plugin's ``*_kernel`` wrapper)."""
-    return CtypesKernel(function, outs, scalars or {}, vmap_method)
+    return CtypesKernel(function, outs, scalars or {}, vmap_method,
+                        input_output_aliases)  # fmt: skip

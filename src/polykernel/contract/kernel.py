@@ -5,13 +5,17 @@
 and any out-of-tree backend's wrapper return a subclass of :class:`BackendKernel`.
 The base class does what every backend must do the same way:
 
-1. when the wrapper is made: ``outs`` (:func:`~.outs.normalize_outs`),
-   ``input_output_aliases`` and ``vmap_method`` (:mod:`.options`, one default);
-2. when it is called: inputs become arrays, every scalar keyword goes through the one
-   refusing converter (:func:`~.scalars.convert_scalars`, with the dtype the backend
-   declares or infers in :meth:`BackendKernel.scalar_dtype`), aliases are checked
-   against the inputs, and a launch that runs nothing gives zero (or aliased) outputs
-   instead of uninitialised memory;
+1. when the wrapper is made: ``outs`` (:func:`~.outs.normalize_outs`), each output's
+   dtype against the backend's declared ``out_dtypes`` (one
+   ``UnsupportedDtypeError``), ``input_output_aliases`` and ``vmap_method``
+   (:mod:`.options`, one default);
+2. when it is called: ``outs`` of a kernel that takes them per call, inputs become
+   arrays, keywords are bound to the declared :class:`~.parameters.Parameters`
+   (unknown or missing: one ``KernelCallError``), every value goes through the one
+   refusing converter (:func:`~.scalars.convert_scalars`: a declared dtype, the one
+   the backend's rule infers in :meth:`BackendKernel.infer_dtype`, or a static
+   value), aliases are checked against the inputs, and a launch that runs nothing
+   gives zero (or aliased) outputs instead of uninitialised memory;
 3. it picks the path: the platform of the ``XLACustomKernel`` lowering that traces it,
    else the kernel's only path, else — with a GPU visible and a CPU and a GPU path —
    ``jax.lax.platform_dependent`` (the data's device decides), else the default
@@ -22,30 +26,43 @@ The base class does what every backend must do the same way:
    (:mod:`.hooks`): one array per output of ``outs``, of its shape and dtype; an
    exception or None. Anything else is a ``BackendHookError`` naming the hook.
 
-A backend subclass supplies :meth:`~BackendKernel.emit` (build or fetch its artefact,
-register its targets through :mod:`polykernel.ffi.targets`, emit the call) and, as
-needed, :meth:`~BackendKernel.scalar_dtype`, :meth:`~BackendKernel.prepare` and
-:meth:`~BackendKernel.launches_nothing`.
+A backend subclass *declares* its ``parameters``, ``out_dtypes`` and (for inferred
+parameters) its dtype rule :meth:`~BackendKernel.infer_dtype`; it supplies
+:meth:`~BackendKernel.emit` (build or fetch its artefact — through the one
+"signature -> target" memo, :meth:`~BackendKernel.built` — register its targets
+through :mod:`polykernel.ffi.targets`, emit the call) and, as needed,
+:meth:`~BackendKernel.prepare` and :meth:`~BackendKernel.launches_nothing`. It never
+overrides ``__call__`` or ``convert_scalars``: the rules are the base class's.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..errors import KernelCallError, KernelCompilationError, UnsupportedOperationError
+import numpy as np
+
+from ..errors import (
+    KernelCallError,
+    KernelCompilationError,
+    UnsupportedDtypeError,
+    UnsupportedOperationError,
+)
 from ..platforms import Platform
 from .hooks import checked_emitted, translated_error
+from .memo import BuildMemo
 from .options import check_alias_inputs, check_aliases, resolve_vmap_method
 from .outs import PER_CALL, OutSpec, as_array, normalize_outs
+from .parameters import INFERRED, STATIC, Parameter, Parameters, bind_keywords
 from .platform_context import current_platform, gpu_visible, lowering_platform
-from .scalars import Scalars, convert_scalars
+from .scalars import Scalars, check_names, convert_scalars, inferred_dtype
 
 __all__ = ["BackendKernel"]
 
 _EAGER_CACHE_SIZE = 64
+_NOT_GIVEN = object()
 
 
 class BackendKernel:
@@ -55,12 +72,15 @@ class BackendKernel:
         kind: the wrapper's name, for messages (``"warp_kernel"``).
         name: the kernel's name, for messages.
         outs: one ``ShapeDtypeStruct``-like or a pytree of them;
-            :data:`~.outs.PER_CALL` for a kernel whose calls pass ``outs`` (then
-            :meth:`run` gets it per call).
+            :data:`~.outs.PER_CALL` for a kernel whose calls pass ``outs=``.
         platforms: the platforms this kernel has a path for.
         vmap_method: see :mod:`polykernel.contract.options`.
         input_output_aliases: ``{input index: output index}``.
-        check_dtype: refuses output dtypes the backend cannot take.
+        parameters: its keyword parameters (:class:`~.parameters.Parameters`, or a
+            mapping ``name -> dtype name | INFERRED | STATIC``); None: it takes no
+            keywords.
+        out_dtypes: the dtype names its outputs may have (the technology's rule);
+            None: any dtype.
 
     Attributes:
         where: ``"<kind> '<name>'"``, the prefix of every message.
@@ -84,13 +104,20 @@ class BackendKernel:
         platforms: Sequence[str],
         vmap_method: object = None,
         input_output_aliases: object = None,
-        check_dtype: Callable[[str, Any], object] | None = None,
+        parameters: Parameters | Mapping[str, Any] | None = None,
+        out_dtypes: Collection[str] | None = None,
     ) -> None:
         self.name = name
         self.where = f"{kind} '{name}'"
         self.platforms = tuple(Platform(p) for p in platforms)
+        if parameters is None or isinstance(parameters, Mapping):
+            parameters = Parameters.declared(parameters or {})
+        self.parameters = parameters
+        self.out_dtypes = None if out_dtypes is None else tuple(out_dtypes)
         self.outs = (
-            None if outs is PER_CALL else normalize_outs(self.where, outs, check_dtype)
+            None
+            if outs is PER_CALL
+            else normalize_outs(self.where, outs, self.check_dtype)
         )
         self.out_specs: tuple[Any, ...] = () if self.outs is None else self.outs.structs
         n_outputs = len(self.out_specs) if self.outs is not None else 1 << 30
@@ -98,6 +125,7 @@ class BackendKernel:
         self.vmap_method = resolve_vmap_method(self.where, vmap_method, self.aliases)
         self._eager: dict[Any, Callable[..., Any]] = {}
         self._eager_lock = threading.Lock()
+        self._targets = BuildMemo()
         # The platform of the lowering that made this kernel: a sharded call may
         # trace it later, during partitioning, outside that lowering.
         self._built_for = lowering_platform()
@@ -106,17 +134,12 @@ class BackendKernel:
         return f"{self.where.split(' ')[0]}({self.name}, outs={list(self.out_specs)})"
 
     # -- what a backend provides ------------------------------------------------------
-    def scalar_dtype(self, name: str, value: Any) -> Any:
-        """The dtype of scalar keyword ``name`` (declared, or inferred from ``value``;
-        None when ``value`` has none). The default takes no keywords.
-
-        Raises:
-            KernelCallError: the kernel has no such scalar parameter.
-        """
-        raise KernelCallError(
-            f"{self.where}: takes no keyword arguments (got '{name}'); pass arrays as "
-            f"inputs."
-        )
+    def infer_dtype(self, value: Any) -> Any:
+        """The backend's dtype rule for an :data:`~.parameters.INFERRED` parameter:
+        the dtype ``value`` gets (None: it has none, and the value is refused). The
+        default: ``bool``; a Python ``int`` int64, a ``float`` float64; a NumPy
+        scalar keeps its dtype."""
+        return inferred_dtype(value)
 
     def prepare(self, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec) -> None:
         """Check a call (counts, dtypes, ranks) before anything is emitted."""
@@ -134,8 +157,12 @@ class BackendKernel:
         raise NotImplementedError
 
     def scalar_key(self, scalars: Scalars) -> Any:
-        """The converted scalars as a hashable key of the eager cache."""
-        return tuple((n, v.dtype.str, v.item()) for n, v in scalars)
+        """The converted scalars as a hashable key of the eager cache (a static
+        value keys with its type: ``1`` and ``1.0`` are different values)."""
+        return tuple(
+            (n, v.dtype.str, v.item()) if isinstance(v, np.generic) else (n, type(v), v)
+            for n, v in scalars
+        )
 
     def translate_error(self, err: Exception) -> Exception | None:
         """An error of an eager call, as the backend wants it raised: an exception
@@ -144,21 +171,78 @@ class BackendKernel:
         return None
 
     # -- the core ---------------------------------------------------------------------
-    def convert_scalars(self, scalars: dict[str, Any]) -> Scalars:
-        """Every scalar keyword through the one refusing converter."""
-        return convert_scalars(self.where, scalars, self.scalar_dtype)
+    def check_dtype(self, what: str, dtype: Any) -> str:
+        """``dtype``'s name, if the backend's ``out_dtypes`` rule takes it (a value
+        that is no dtype is left to :func:`~.outs.to_struct`'s check).
 
-    def __call__(self, *args: Any, **scalars: Any) -> Any:
-        """Run the kernel on ``args``; keywords are its scalar parameters."""
-        assert self.outs is not None, "a kernel without outs overrides __call__"
-        return self.run(args, scalars, self.outs)
+        Raises:
+            UnsupportedDtypeError: the backend cannot take it.
+        """
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            return ""
+        if self.out_dtypes is None or name in self.out_dtypes:
+            return name
+        raise UnsupportedDtypeError(
+            f"{self.where}: {what} has dtype {name}, which the {self.backend} backend "
+            f"cannot take; it takes {', '.join(self.out_dtypes)}. Use one of these "
+            f"(cast with .astype), or a backend that takes {name}."
+        )
+
+    def built(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        """The one "signature -> target" memo: what ``build()`` made for ``key``
+        (built once per key; bounded and thread-safe, :mod:`.memo`)."""
+        return self._targets.get_or_build(key, build)
+
+    def convert_scalars(
+        self, scalars: Mapping[str, Any], n_inputs: int, n_outputs: int
+    ) -> Scalars:
+        """A call's keywords bound to the declared parameters (unknown or missing
+        ones refused), then every value through the one refusing converter."""
+        check_names(self.where, scalars)
+        bound = bind_keywords(self.where, self.parameters, scalars, n_inputs, n_outputs)
+        return convert_scalars(
+            self.where, scalars, lambda n, v: self._dtype_of(bound[n], v)
+        )
+
+    def convert_values(self, values: Mapping[str, Any]) -> Scalars:
+        """Values of named parameters through the same converter, without a call's
+        presence checks (defaults a backend takes when its kernel is made)."""
+        declared = {p.name: p for p in self.parameters.entries}
+        other = Parameter("", STATIC)
+        return convert_scalars(
+            self.where, values, lambda n, v: self._dtype_of(declared.get(n, other), v)
+        )
+
+    def _dtype_of(self, param: Parameter, value: Any) -> Any:
+        return self.infer_dtype(value) if param.dtype is INFERRED else param.dtype
+
+    def __call__(self, *args: Any, **keywords: Any) -> Any:
+        """Run the kernel on ``args``; keywords are its parameters (and ``outs``
+        for a kernel whose calls pass it)."""
+        outs = self.outs
+        if outs is None:
+            outs = self._call_outs(keywords.pop("outs", _NOT_GIVEN))
+        return self.run(args, keywords, outs)
+
+    def _call_outs(self, outs: Any) -> OutSpec:
+        if outs is _NOT_GIVEN:
+            raise KernelCallError(
+                f"{self.where}: missing keyword argument 'outs'; this kernel takes "
+                f"its outputs per call: pass outs=jax.ShapeDtypeStruct(shape, dtype) "
+                f"or a list of them, one per output."
+            )
+        spec = normalize_outs(self.where, outs, self.check_dtype)
+        check_aliases(self.where, self.aliases, len(spec))  # now that outs are known
+        return spec
 
     def run(self, args: Sequence[Any], scalars: dict[str, Any], outs: OutSpec) -> Any:
         """The call: arrays, scalars, then the traced or the cached eager path."""
         import jax.core
 
         arrays = tuple(as_array(self.where, i, a) for i, a in enumerate(args))
-        values = self.convert_scalars(scalars)
+        values = self.convert_scalars(scalars, len(arrays), len(outs))
         if any(isinstance(a, jax.core.Tracer) for a in arrays):
             return self.trace(*arrays, scalars=values, outs=outs)
         key = (

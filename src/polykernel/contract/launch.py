@@ -16,6 +16,7 @@ the rule and the value. The rules:
   its range; ``num_warps`` a power of two.
 
 Example:
+    >>> from polykernel.contract.launch import launch_shape
     >>> launch_shape("k", "grid", 4, max_rank=3)
     (4,)
     >>> launch_shape("k", "block", (16, 16), max_rank=3, minimum=1)
@@ -138,6 +139,7 @@ def three_axes(dims: Sequence[int]) -> tuple[int, int, int]:
     """``dims`` (one to three axes, as :func:`launch_shape` gives) padded with 1s.
 
     Example:
+        >>> from polykernel.contract.launch import three_axes
         >>> three_axes((8, 2))
         (8, 2, 1)
     """

@@ -11,6 +11,7 @@ default backend, and a backend may instead emit ``jax.lax.platform_dependent`` w
 without importing the primitive.
 
 Example:
+    >>> from polykernel.contract.platform_context import lowering_for, current_platform
     >>> with lowering_for("gpu"):
     ...     current_platform()
     'gpu'

@@ -18,6 +18,7 @@ has a default, so a minimal backend is just
 ``Backend(name="mine", platforms=("cpu",))``.
 
 Example:
+    >>> from polykernel import Backend
     >>> b = Backend(name="mine", platforms=("cpu",), summary="my kernels")
     >>> b.name, b.usable("cpu")
     ('mine', (True, 'my kernels'))

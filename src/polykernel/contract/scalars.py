@@ -19,7 +19,10 @@ kernel, the parameter, the dtype and the value:
 ``True``/``False`` are accepted for numbers (as 1 and 0, Python's meaning); NaN and
 inf are accepted for a float dtype when the caller wrote them. The dtype comes from
 the kernel: declared (Warp annotations, native specs) or inferred from the value by
-the backend's rule (Numba, Triton); :func:`inferred_dtype` is the shared part.
+the backend's rule (Numba, Numba-CUDA, Triton); :func:`inferred_dtype` is the
+shared part. A static parameter (a Pallas keyword, a Triton constexpr) takes any
+hashable Python value as it is; a traced or unhashable one is a
+:class:`~polykernel.errors.KernelCallError` too.
 """
 
 from __future__ import annotations
@@ -27,19 +30,22 @@ from __future__ import annotations
 import keyword
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from ..errors import AttributeValueError, KernelCallError
+from .parameters import STATIC
 
 __all__ = [
     "Scalars",
+    "check_names",
     "convert_attribute",
     "convert_scalars",
     "inferred_dtype",
     "real_value",
+    "static_value",
 ]
 
 #: Converted scalars: ``(name, NumPy scalar)`` pairs sorted by name (XLA's order).
@@ -52,14 +58,9 @@ def real_value(where: str, name: str, value: Any, head: str | None = None) -> An
     Raises:
         KernelCallError: anything else (``None``, str, complex, arrays, tracers).
     """
-    import jax.core
+    import jax
 
-    if isinstance(value, jax.core.Tracer):
-        raise KernelCallError(
-            f"{where}: attribute '{name}' is a traced value; scalar keywords are "
-            f"compile-time constants. Pass it as an input array instead, or make it "
-            f"static (jax.jit(..., static_argnames=...))."
-        )
+    _refuse_traced(where, name, value)
     if isinstance(value, jax.Array | np.ndarray) and value.ndim == 0:
         value = np.asarray(value)[()]
     if isinstance(value, bool | np.bool_ | numbers.Real):
@@ -69,6 +70,37 @@ def real_value(where: str, name: str, value: Any, head: str | None = None) -> An
         f"{head}: expected a real number, got {type(value).__name__}. Pass a Python "
         f"or NumPy scalar; arrays go in as inputs."
     )
+
+
+def _refuse_traced(where: str, name: str, value: Any) -> None:
+    import jax.core
+
+    if isinstance(value, jax.core.Tracer):
+        raise KernelCallError(
+            f"{where}: attribute '{name}' is a traced value; scalar keywords are "
+            f"compile-time constants. Pass it as an input array instead, or make it "
+            f"static (jax.jit(..., static_argnames=...))."
+        )
+
+
+def static_value(where: str, name: str, value: Any) -> Any:
+    """``value`` of a :data:`~.parameters.STATIC` parameter, as it is.
+
+    Raises:
+        KernelCallError: a traced value, or one that is not hashable (a static
+            value is part of what the kernel is compiled for).
+    """
+    _refuse_traced(where, name, value)
+    try:
+        hash(value)
+    except TypeError:
+        raise KernelCallError(
+            f"{where}: attribute '{name}'={value!r:.60} is a static value (a "
+            f"compile-time constant, passed as it is), so it must be hashable (got "
+            f"{type(value).__name__}). Pass a tuple instead of a list, or a scalar "
+            f"instead of an array."
+        ) from None
+    return value
 
 
 def inferred_dtype(
@@ -93,6 +125,21 @@ def inferred_dtype(
     return np.dtype(python_float)
 
 
+def check_names(where: str, names: Iterable[Any]) -> None:
+    """Refuse a keyword name that is not a Python identifier (``**{"class": 1}``).
+
+    Raises:
+        KernelCallError: names the first such name.
+    """
+    for name in names:
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(
+            name
+        ):
+            raise KernelCallError(
+                f"{where}: attribute name {name!r} is not a valid Python identifier."
+            )
+
+
 def convert_scalars(
     where: str,
     values: Mapping[str, Any],
@@ -105,8 +152,8 @@ def convert_scalars(
         values: the call's scalar keywords.
         dtype_of: ``dtype_of(name, value) -> dtype`` gives the parameter's declared
             dtype, or the one the backend infers from the value (None when it
-            cannot: the value is then refused); it raises for a name the kernel
-            does not take.
+            cannot: the value is then refused), or :data:`~.parameters.STATIC`
+            (the value passes as it is, if hashable and not traced).
 
     Raises:
         KernelCallError: a name that is not an identifier, or a value that is not a
@@ -114,21 +161,20 @@ def convert_scalars(
         AttributeValueError: a value the dtype cannot hold exactly.
 
     Example:
+        >>> from polykernel.contract.scalars import convert_scalars
         >>> convert_scalars("f", {"n": 3, "a": 0.5},
         ...                 lambda name, v: "int32" if name == "n" else "float32")
         (('a', np.float32(0.5)), ('n', np.int32(3)))
     """
+    check_names(where, values)
     result = []
     for name in sorted(values):
-        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(
-            name
-        ):
-            raise KernelCallError(
-                f"{where}: attribute name {name!r} is not a valid Python identifier."
-            )
         value = values[name]
         dtype = dtype_of(name, value)
-        result.append((name, convert_attribute(where, name, value, dtype)))
+        if dtype is STATIC:
+            result.append((name, static_value(where, name, value)))
+        else:
+            result.append((name, convert_attribute(where, name, value, dtype)))
     return tuple(result)
 
 
@@ -143,6 +189,8 @@ def convert_attribute(where: str, name: str, value: Any, dtype: Any) -> Any:
             where ``dtype`` is an integer type.
 
     Example:
+        >>> import numpy as np
+        >>> from polykernel.contract.scalars import convert_attribute
         >>> convert_attribute("f", "alpha", 2, np.dtype("float32"))
         np.float32(2.0)
     """

@@ -202,11 +202,19 @@ def test_call_argument_errors(mod):
         mod.scale_add(x, x, outs=[spec((3,)), spec((3,))], alpha=1.0)
     with pytest.raises(
         KernelCallError,
-        match=r"test_native_mod.scale_add: attribute "
-        r"mismatch \(unknown: \['beta'\], missing: \['alpha'\]\); "
-        r"expected attributes: alpha: float32",
+        match=r"test_native_mod.scale_add: unknown keyword argument 'beta' "
+        r"\(parameters: alpha: float32\); pass only the kernel's parameters",
     ):
         mod.scale_add(x, x, outs=spec((3,)), beta=1.0)
+    with pytest.raises(
+        KernelCallError,
+        match=r"test_native_mod.scale_add: missing keyword argument 'alpha' "
+        r"\(parameters: alpha: float32\); pass it as a keyword",
+    ):
+        mod.scale_add(x, x, outs=spec((3,)))
+    with pytest.raises(KernelCallError, match=r"scale_add: missing keyword argument "
+                       r"'outs'; this kernel takes its outputs per call"):
+        mod.scale_add(x, x, alpha=1.0)
     with pytest.raises(
         KernelCallError, match=r"attribute 'i8'=300 cannot be converted"
     ):

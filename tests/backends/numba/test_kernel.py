@@ -234,7 +234,8 @@ def test_invalid_arguments_are_rejected_with_clear_errors():
         numba_kernel(add, [])
     with pytest.raises(TypeError, match=r"outs\[1\] must have"):
         numba_kernel(add, [S((1,), jnp.float32), 3])
-    with pytest.raises(KernelRegistrationError, match="cannot cross the XLA FFI"):
+    with pytest.raises(pk.UnsupportedDtypeError, match=r"'add': outs\[0\] has dtype "
+                       r"int4, which the numba backend cannot take; it takes bool"):
         numba_kernel(add, S((1,), jnp.int4))
     with pytest.raises(KernelRegistrationError, match="vmap_method must be one of"):
         numba_kernel(add, S((1,), jnp.float32), vmap_method="magic")

@@ -79,3 +79,16 @@ def test_a_launch_spec_packs_one_array_block_per_buffer():
     assert words[:7] == (0, 0, 8, 4, 0x1000, 8, 4)
     assert words[7:16] == (0, 0, 4, 8, 0x2000, 2, 2, 16, 8)
     assert words[16:] == (0, 0, 1, 4, 0x3000)
+
+
+def test_scalars_follow_the_arrays_by_value_at_their_own_width():
+    import numpy as np
+
+    f32 = BufferSpec("float32", (4,))
+    values = [np.float64(2.5), np.int64(-3), np.bool_(True), np.float16(1)]
+    spec = kernel_launch_spec([f32, f32], 1, (1, 1, 1), (4, 1, 1), scalars=values)
+    tail = spec.params[2 * params_per_array(1) :]
+    assert [p.size for p in tail] == [8, 8, 1, 2]  # NVVM: .f64, .u64, .u8, .u16
+    assert tail[0].value == struct.pack("<d", 2.5)
+    assert tail[1].value == struct.pack("<q", -3)
+    assert tail[2].value == b"\x01" and tail[3].value == np.float16(1).tobytes()

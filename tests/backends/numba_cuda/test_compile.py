@@ -52,6 +52,23 @@ def test_ptx_and_cubin_for_the_architecture(arch):
         assert kinds["cubin"].data[:4] == b"\x7fELF"
 
 
+@cuda.jit
+def scaled(x, out, alpha, n, flag):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = alpha * x[i] + n + (1.0 if flag else 0.0)
+
+
+@pytest.mark.slow
+def test_scalar_parameters_are_compiled_after_the_arrays_by_value():
+    _entry, images = compile_kernel(scaled, ("float32",) * 2, (1, 1), "90",
+                                   ("float64", "int64", "bool"))  # fmt: skip
+    ptx = next(im for im in images if im.kind == "ptx").data.decode()
+    params = [line.split()[1] for line in ptx.splitlines()
+              if line.strip().startswith(".param")]  # fmt: skip
+    assert params == [".u64"] * (2 * 7) + [".f64", ".u64", ".u8"]
+
+
 external = cuda.declare_device("pk_external_add", "float32(float32)")
 
 
@@ -216,6 +233,20 @@ def test_gpu_vmap_and_aliasing():
         xs = jnp.arange(3 * n, dtype=F32).reshape(3, n)
         got = jax.jit(jax.vmap(f, in_axes=(0, None)))(xs, jnp.ones(n, F32))
     np.testing.assert_allclose(got, 2 * np.asarray(xs) + 1)
+
+
+@pytest.mark.gpu
+def test_gpu_scalar_keywords_match_the_simulator():
+    f = pk.numba_cuda_kernel(scaled, jax.ShapeDtypeStruct((64,), F32), launch_dims=64)
+    x = jnp.arange(64, dtype=F32)
+    expected = f(x, alpha=2.5, n=3, flag=True)  # CPU default device: the simulator
+    np.testing.assert_allclose(expected, 2.5 * np.arange(64) + 4)
+    with _on_gpu():
+        xg = jax.device_put(x, jax.devices("gpu")[0])
+        got = jax.jit(lambda v: f(v, alpha=2.5, n=3, flag=True))(xg)
+        other = jax.jit(lambda v: f(v, alpha=-1.0, n=0, flag=False))(xg)
+    np.testing.assert_allclose(got, expected)
+    np.testing.assert_allclose(other, -np.arange(64))
 
 
 @pytest.mark.gpu

@@ -210,14 +210,15 @@ def test_launch_configuration_errors_come_before_the_kernel_type_as_the_referenc
 def test_bfloat16_is_refused_when_wrapping_and_at_call_as_value_and_type_error():
     bf16 = jax.ShapeDtypeStruct((2,), jnp.bfloat16)
     with pytest.raises(pk.UnsupportedDtypeError, match=r"numba_cuda_kernel 'add': "
-                       r"outs\[1\] is bfloat16, which Numba-CUDA kernels cannot take "
-                       r"\(Numba has no bfloat16 type\)\. Use float16 or float32"
+                       r"outs\[1\] has dtype bfloat16, which the numba_cuda backend "
+                       r"cannot take; it takes bool, .*float16, float32"
                        ) as info:  # fmt: skip
         pk.numba_cuda_kernel(add, [jax.ShapeDtypeStruct((2,), F32), bf16],
                              launch_dims=2)  # fmt: skip
     assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
     f = pk.numba_cuda_kernel(add, jax.ShapeDtypeStruct((2,), F32), launch_dims=2)
-    with pytest.raises(ValueError, match=r"'add': input 1 is bfloat16"):
+    with pytest.raises(ValueError, match=r"'add': input 1 has dtype bfloat16, which "
+                       r"the numba_cuda backend cannot take"):
         f(_x(2), jnp.ones(2, jnp.bfloat16))
 
 
@@ -272,3 +273,23 @@ def test_a_kernel_defined_in_a_function_runs_on_the_simulator():
 
     x = jnp.arange(9, dtype=jnp.float32)
     np.testing.assert_array_equal(make(9)(x), 2 * np.asarray(x))
+
+
+@cuda.jit
+def scaled(x, out, alpha, n, flag):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = alpha * x[i] + n + (1.0 if flag else 0.0)
+
+
+def test_scalar_parameters_are_keywords_of_the_call():
+    f = pk.numba_cuda_kernel(scaled, jax.ShapeDtypeStruct((4,), F32), launch_dims=4)
+    x = _x(4)
+    np.testing.assert_allclose(f(x, alpha=2.5, n=3, flag=True), 2.5 * x + 4)
+    np.testing.assert_allclose(jax.jit(lambda v: f(v, alpha=-1.0, n=0, flag=False))(x),
+                               -x)  # fmt: skip
+    with pytest.raises(pk.KernelCallError, match=r"numba_cuda_kernel 'scaled': "
+                       r"missing keyword argument 'flag' \(x, out take the call's 2 "
+                       r"arrays; parameters: alpha: inferred, n: inferred, flag: "
+                       r"inferred\)"):  # fmt: skip
+        f(x, alpha=1.0, n=1)

@@ -221,8 +221,8 @@ def test_interpret_true_forces_interpret_mode_even_for_gpu():
             pk.KernelRegistrationError,
             r"pallas_kernel 'double_body': unknown compiler parameter\(s\) "
             r"\['num_wraps'\]; the Pallas CompilerParams of this JAX take \[.*"
-            r"'num_warps'.*\]\. Pass grid, in_specs, out_specs, interpret and "
-            r"input_output_aliases by name\.",
+            r"'num_warps'.*\]\. Pass grid, in_specs, out_specs, interpret, "
+            r"input_output_aliases and vmap_method by name\.",
         ),
         (
             (double_body, jax.ShapeDtypeStruct((3,), F32)),

@@ -230,7 +230,10 @@ def test_a_grid_callable_returning_nonsense_and_a_missing_scalar():
     x, y = _xy()
     with pytest.raises(KernelRegistrationError, match="got 'x'"):
         f(x, y, n=N, alpha=1.0)
-    with pytest.raises(KernelRegistrationError, match="scalar parameter 'alpha'"):
+    with pytest.raises(pk.KernelCallError, match=r"triton_kernel 'axpy': missing "
+                       r"keyword argument 'alpha' \(x_ptr, y_ptr, out_ptr take the "
+                       r"call's 3 arrays; parameters: n: inferred, alpha: inferred, "
+                       r"BLOCK: static \(optional\)\)"):  # fmt: skip
         _axpy()(x, y, n=N)
 
 
@@ -239,7 +242,8 @@ def test_a_failing_kernel_names_the_backend_to_switch_to():
     op.def_jax_raw_kernel(lambda outs, **kw: lambda x, y: [x + y], platform="cpu")
     op.def_kernel("triton", "cpu", lambda outs, **kw: lambda x, y: [_axpy()(x, y)])
     with pytest.raises(KernelCompilationError, match=r"'triton' kernel for platform "
-                       r"'cpu' failed.*scalar parameter 'n'.*set_default"):  # fmt: skip
+                       r"'cpu' failed.*missing keyword arguments 'n', 'alpha'"
+                       r".*set_default"):  # fmt: skip
         op(*_xy(), outs=[jax.ShapeDtypeStruct((N,), jnp.float32)], backend="triton")
 
 

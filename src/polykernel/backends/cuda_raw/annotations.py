@@ -30,6 +30,7 @@ def discover(module: str, source: str) -> dict[str, list[str] | None]:
         KernelRegistrationError: no mark at all, or one name marked twice.
 
     Example:
+        >>> from polykernel.backends.cuda_raw.annotations import discover
         >>> discover("m", "// @BE f arg ret\\nvoid f(...);\\n// @pk g\\n")
         {'f': ['arg', 'ret'], 'g': None}
     """

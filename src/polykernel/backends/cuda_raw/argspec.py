@@ -154,6 +154,7 @@ def resolve_specs(
             that disagrees with the C++ signature.
 
     Example:
+        >>> from polykernel.backends.cuda_raw.argspec import resolve_specs
         >>> src = "void f(const pk::Tensor& x, pk::Tensor& y, float a) {}"
         >>> resolve_specs("m", src, ["f"], "cpu")[0].tokens()
         ['arg', 'ret', 'attr.a:float32']

@@ -56,6 +56,7 @@ def render_source(
 
     Example:
         >>> from polykernel.backends.cuda_raw.argspec import resolve_specs
+        >>> from polykernel.backends.cuda_raw.codegen import render_source
         >>> src = "void f(const pk::Tensor& x, pk::Tensor& y) {}"
         >>> full, wrap = render_source("m", src, resolve_specs("m", src, ["f"], "cpu"),
         ...                            "cpu")

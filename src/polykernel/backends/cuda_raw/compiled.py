@@ -63,8 +63,17 @@ class CompiledModule:
         KernelLoadError: the library cannot be loaded or lacks a handler symbol.
 
     Example:
-        >>> mod = CompiledModule("/path/lib.so", ["vector_add"])  # doctest: +SKIP
-        >>> mod.get_handler("vector_add")                         # doctest: +SKIP
+        >>> import polykernel as pk
+        >>> from polykernel import CompiledModule
+        >>> src = '''
+        ... void twice(const pk::Tensor& x, pk::Tensor& y) {
+        ...   const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
+        ...   for (int64_t i = 0; i < x.numel(); ++i) b[i] = 2 * a[i];
+        ... }'''
+        >>> built = pk.load_cpp_inline("doc_compiled", src, ["twice"])
+        >>> mod = CompiledModule(built.path, ["twice"])  # the library built above
+        >>> mod.get_handler("twice") is not None
+        True
     """
 
     def __init__(

@@ -90,7 +90,33 @@ def load_cuda_dir(
         KernelSourceNotFoundError: the directory is missing or holds no sources.
 
     Example:
-        >>> mod = load_cuda_dir("kernels/", ["scale", "shift"])  # doctest: +SKIP
+        >>> from pathlib import Path
+        >>> from polykernel import load_cuda_dir
+        >>> kernels = Path("kernels")
+        >>> kernels.mkdir()
+        >>> _ = (kernels / "scale.cu").write_text('''
+        ... __global__ void scale_kernel(const float* x, float* y, int64_t n) {
+        ...   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+        ...   if (i < n) y[i] = 2 * x[i];
+        ... }
+        ... void scale(const pk::Tensor& x, pk::Tensor& y, cudaStream_t stream) {
+        ...   int64_t n = x.numel();
+        ...   scale_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
+        ...       x.data_ptr<float>(), y.data_ptr<float>(), n);
+        ... }''')
+        >>> _ = (kernels / "shift.cu").write_text('''
+        ... __global__ void shift_kernel(float* y, int64_t n) {
+        ...   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+        ...   if (i < n) y[i] += 1;
+        ... }
+        ... void shift(pk::Tensor& y, cudaStream_t stream) {
+        ...   int64_t n = y.numel();
+        ...   shift_kernel<<<(n + 255) / 256, 256, 0, stream>>>(y.data_ptr<float>(), n);
+        ... }''')
+        >>> mod = load_cuda_dir("kernels/", ["scale", "shift"],
+        ...                     compute_capability="sm_80")
+        >>> mod.function_names
+        ['scale', 'shift']
     """
     files = collect_sources(directory, file_patterns)
     source = "\n".join(f'#line 1 "{_c_string(path)}"\n{text}' for path, text in files)

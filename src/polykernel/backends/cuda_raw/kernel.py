@@ -9,20 +9,26 @@ kernel call per batch element, which is correct for any kernel).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...contract.kernel import BackendKernel
-from ...contract.outs import PER_CALL, OutSpec, normalize_outs
+from ...contract.outs import PER_CALL, OutSpec
+from ...contract.parameters import Parameters
 from ...contract.scalars import Scalars
 from ...errors import KernelCallError
+from ...ffi import abi
 from ...platforms import LoweringPlatform, platform_of
+from ...types import VmapMethod
 from .argspec import FunctionSpec
 from .compiled import CompiledModule
 
 __all__ = ["NativeFunction", "NativeModule"]
+
+
+_KEEP = object()
 
 
 class NativeFunction(BackendKernel):
@@ -46,16 +52,23 @@ class NativeFunction(BackendKernel):
         spec: FunctionSpec,
         target: str,
         public: str,
-        vmap: str,
+        vmap: object,
         handler_address: int = 0,
         platform: LoweringPlatform = LoweringPlatform.CPU,
+        input_output_aliases: Mapping[int, int] | None = None,
     ) -> None:
         super().__init__(
             module,
             spec.name,
-            PER_CALL,
+            PER_CALL,  # outs=... is a keyword of every call
             platforms=(platform_of(platform),),
             vmap_method=vmap,
+            input_output_aliases=input_output_aliases,
+            # The spec's attributes, with their declared types.
+            parameters=Parameters.declared(
+                {k: _np_dtype(t) for k, t in spec.attr_types().items()}
+            ),
+            out_dtypes=abi.DTYPE_CODES,  # what crosses the XLA FFI
         )
         self.where = f"{module}.{spec.name}"
         self.module = module
@@ -63,51 +76,54 @@ class NativeFunction(BackendKernel):
         self.target = target
         self.public_target = public
         self.handler_address = handler_address
+        self._platform = platform
+
+    def variant(
+        self,
+        *,
+        vmap_method: VmapMethod | object | None = _KEEP,
+        input_output_aliases: Mapping[int, int] | None = None,
+    ) -> NativeFunction:
+        """This build's function with other call options, checked by the rules of
+        every kernel wrapper: ``vmap_method`` (left out: the module's; None: the
+        default of every wrapper) and ``input_output_aliases`` (``{input index:
+        output index}``, in place).
+
+        Example:
+            >>> import jax, jax.numpy as jnp, polykernel as pk
+            >>> src = '''
+            ... void twice(const pk::Tensor& x, pk::Tensor& y) {
+            ...   const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
+            ...   for (int64_t i = 0; i < x.numel(); ++i) b[i] = 2 * a[i];
+            ... }'''
+            >>> mod = pk.load_cpp_inline("doc_variant", src, ["twice"])
+            >>> in_place = mod.twice.variant(input_output_aliases={0: 0})
+            >>> x = jnp.arange(3.0, dtype=jnp.float32)
+            >>> in_place(x, outs=jax.ShapeDtypeStruct((3,), x.dtype)).tolist()
+            [0.0, 2.0, 4.0]
+        """
+        method = self.vmap_method if vmap_method is _KEEP else vmap_method
+        return NativeFunction(
+            self.module, self.spec, self.target, self.public_target, method,
+            self.handler_address, self._platform, input_output_aliases,
+        )  # fmt: skip
 
     def __repr__(self) -> str:
         return f"<NativeFunction {self.where}{self.spec.tokens()} -> {self.target}>"
 
-    def __call__(self, *args: Any, outs: Any, **attrs: Any) -> Any:
+    # -- the backend's half of the contract -------------------------------------------
+    def prepare(self, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec) -> None:
         spec = self.spec
-        if len(args) != len(spec.args):
+        if len(arrays) != len(spec.args):
             raise KernelCallError(
                 f"{self.where}: expected {len(spec.args)} input array(s) "
-                f"(spec {spec.tokens()}), got {len(args)}."
+                f"(spec {spec.tokens()}), got {len(arrays)}."
             )
-        single = hasattr(outs, "shape") and hasattr(outs, "dtype")
-        if not single and not isinstance(outs, list | tuple):
-            raise KernelCallError(
-                f"{self.where}: `outs` must be a jax.ShapeDtypeStruct or a list of "
-                f"them, one per 'ret' (got {type(outs).__name__}: {outs!r})."
-            )
-        out_spec = normalize_outs(self.where, outs)
-        if len(out_spec) != len(spec.rets):
+        if len(outs) != len(spec.rets):
             raise KernelCallError(
                 f"{self.where}: expected {len(spec.rets)} output spec(s) in `outs`, "
-                f"got {len(out_spec)}; pass one jax.ShapeDtypeStruct per 'ret'."
+                f"got {len(outs)}; pass one jax.ShapeDtypeStruct per 'ret'."
             )
-        return self.run(args, attrs, out_spec)
-
-    # -- the backend's half of the contract -------------------------------------------
-    def scalar_dtype(self, name: str, value: Any) -> Any:
-        return _np_dtype(self.spec.attr_types()[name])
-
-    def convert_scalars(self, scalars: dict[str, Any]) -> Scalars:
-        if set(scalars) != {p.name for p in self.spec.attrs}:
-            raise self._attribute_mismatch(set(scalars))
-        return super().convert_scalars(scalars)
-
-    def _attribute_mismatch(self, given: set[str]) -> KernelCallError:
-        expected = self.spec.attr_types()
-        unknown = sorted(given - set(expected))
-        missing = sorted(set(expected) - given)
-        listing = ", ".join(f"{k}: {t}" for k, t in expected.items()) or "none"
-        return KernelCallError(
-            f"{self.where}: attribute mismatch (unknown: {unknown or 'none'}, "
-            f"missing: {missing or 'none'}); expected attributes: {listing}."
-        )
-
-    def prepare(self, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec) -> None:
         for i, (p, a) in enumerate(zip(self.spec.args, arrays, strict=True)):
             self._check_buffer("input", i, p, a.dtype, a.ndim)
         for i, (p, o) in enumerate(zip(self.spec.rets, outs.structs, strict=True)):
@@ -117,7 +133,10 @@ class NativeFunction(BackendKernel):
         import jax
 
         call = jax.ffi.ffi_call(
-            self.target, list(outs.structs), vmap_method=self.vmap_method
+            self.target,
+            list(outs.structs),
+            vmap_method=self.vmap_method,
+            input_output_aliases=self.aliases or None,
         )
         return list(call(*arrays, **dict(scalars)))
 

@@ -57,6 +57,9 @@ def merge_options(
         KernelRegistrationError: a keyword has a bad value (e.g. level 7).
 
     Example:
+        >>> from polykernel.backends.cuda_raw.keywords import (
+        ...     merge_options, CUDA_KEYWORDS,
+        ... )
         >>> merge_options("load_cuda_inline", None, CUDA_KEYWORDS,
         ...               {"optimization_level": 1}).optimization
         1

@@ -85,6 +85,7 @@ def load_cpp_inline(
         The module; ``mod.f(x, outs=..., alpha=1.0)`` calls ``f``.
 
     Example:
+        >>> from polykernel import load_cpp_inline
         >>> src = '''
         ... void twice(const pk::Tensor& x, pk::Tensor& y) {
         ...   const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
@@ -156,8 +157,21 @@ def load_cuda_inline(
     XLA's stream.
 
     Example:
-        >>> mod = load_cuda_inline("k", CUDA_SRC, ["scale"],
-        ...                        compute_capability="sm_80")  # doctest: +SKIP
+        >>> from polykernel import load_cuda_inline
+        >>> src = '''
+        ... __global__ void scale_kernel(const float* x, float* y, int64_t n) {
+        ...   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+        ...   if (i < n) y[i] = 2 * x[i];
+        ... }
+        ... void scale(const pk::Tensor& x, pk::Tensor& y, cudaStream_t stream) {
+        ...   int64_t n = x.numel();
+        ...   scale_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
+        ...       x.data_ptr<float>(), y.data_ptr<float>(), n);
+        ... }'''
+        >>> mod = load_cuda_inline("doc_scale", src, ["scale"],
+        ...                        compute_capability="sm_80")
+        >>> mod.function_names  # built and registered; calling it needs a GPU
+        ['scale']
     """
     keywords = LoadKeywords(
         extra_cuda_cflags=extra_cuda_cflags,
@@ -196,7 +210,18 @@ def load_cpp_file(
     :func:`load_cpp_inline`.
 
     Example:
-        >>> mod = load_cpp_file("kernels/add.cpp", ["add"])  # doctest: +SKIP
+        >>> from pathlib import Path
+        >>> from polykernel import load_cpp_file
+        >>> _ = Path("add.cpp").write_text('''
+        ... void add(const pk::Tensor& x, const pk::Tensor& y, pk::Tensor& out) {
+        ...   const float* a = x.data_ptr<float>();
+        ...   const float* b = y.data_ptr<float>();
+        ...   float* c = out.data_ptr<float>();
+        ...   for (int64_t i = 0; i < x.numel(); ++i) c[i] = a[i] + b[i];
+        ... }''')
+        >>> mod = load_cpp_file("add.cpp", ["add"])
+        >>> mod.name, mod.function_names
+        ('add', ['add'])
     """
     return _load_file("load_cpp_file", LoweringPlatform.CPU, filepath, functions,
                       name, kwargs)  # fmt: skip
@@ -215,7 +240,21 @@ def load_cuda_file(
     :func:`load_cuda_inline`.
 
     Example:
-        >>> mod = load_cuda_file("kernels/add.cu", ["add"])  # doctest: +SKIP
+        >>> from pathlib import Path
+        >>> from polykernel import load_cuda_file
+        >>> _ = Path("scale.cu").write_text('''
+        ... __global__ void scale_kernel(const float* x, float* y, int64_t n) {
+        ...   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+        ...   if (i < n) y[i] = 2 * x[i];
+        ... }
+        ... void scale(const pk::Tensor& x, pk::Tensor& y, cudaStream_t stream) {
+        ...   int64_t n = x.numel();
+        ...   scale_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
+        ...       x.data_ptr<float>(), y.data_ptr<float>(), n);
+        ... }''')
+        >>> mod = load_cuda_file("scale.cu", ["scale"], compute_capability="sm_80")
+        >>> mod.name, mod.function_names
+        ('scale', ['scale'])
     """
     return _load_file("load_cuda_file", LoweringPlatform.CUDA, filepath, functions,
                       name, kwargs)  # fmt: skip

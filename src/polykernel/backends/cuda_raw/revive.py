@@ -65,6 +65,7 @@ def load_cached_target(target: str) -> str | None:
         CacheError: the entry sits in a directory others can write to.
 
     Example:
+        >>> from polykernel.backends.cuda_raw.revive import load_cached_target
         >>> load_cached_target("not_a_native_target") is None
         True
     """

@@ -82,8 +82,18 @@ def register_ffi_target(
         KernelLookupError: ``module`` has no function ``func_name``.
 
     Example:
-        >>> mod = pk.load_cpp_inline("m", SRC, ["f"])               # doctest: +SKIP
-        >>> pk.register_ffi_target("my.f", mod, "f", platform="cpu")  # doctest: +SKIP
+        >>> import jax, jax.numpy as jnp, polykernel as pk
+        >>> src = '''
+        ... void twice(const pk::Tensor& x, pk::Tensor& y) {
+        ...   const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
+        ...   for (int64_t i = 0; i < x.numel(); ++i) b[i] = 2 * a[i];
+        ... }'''
+        >>> mod = pk.load_cpp_inline("doc_ffi_target", src, ["twice"])
+        >>> pk.register_ffi_target("my.twice", mod, "twice", platform="cpu")
+        >>> x = jnp.arange(3.0, dtype=jnp.float32)
+        >>> call = jax.ffi.ffi_call("my.twice", jax.ShapeDtypeStruct((3,), x.dtype))
+        >>> call(x).tolist()
+        [0.0, 2.0, 4.0]
     """
     _check_arguments(target_name, module, func_name)
     xla = _platform(platform)

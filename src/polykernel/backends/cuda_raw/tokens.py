@@ -31,6 +31,7 @@ def normalize_tokens(tokens: Iterable[object]) -> list:
     """Map arg_spec aliases to canonical tokens; leave everything else as is.
 
     Example:
+        >>> from polykernel import normalize_tokens
         >>> normalize_tokens(["args", "rets", "ctx.stream", "attrs.alpha"])
         ['arg', 'ret', 'stream', 'attr.alpha']
     """

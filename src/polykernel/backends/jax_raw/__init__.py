@@ -2,5 +2,13 @@
 against.
 
 A ``jax_raw`` generator returns a JAX-traceable function, lowered as it is: no
-artefact, no FFI target, every platform. :mod:`.backend` holds its protocol object.
+artefact, no FFI target, every platform. :mod:`.backend` holds its protocol object;
+:mod:`.kernel` its wrapper, :func:`~.kernel.jax_raw_kernel`, which puts such a
+function under the rules every backend's kernels follow.
 """
+
+from __future__ import annotations
+
+from .kernel import JaxRawKernel, jax_raw_kernel
+
+__all__ = ["JaxRawKernel", "jax_raw_kernel"]

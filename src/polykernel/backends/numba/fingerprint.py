@@ -274,6 +274,7 @@ def fingerprint(obj: Any) -> str:
         Unfingerprintable: something reachable cannot be hashed by content.
 
     Example:
+        >>> from polykernel.backends.numba.fingerprint import fingerprint
         >>> fingerprint((1, {"a": {2, 3}})) == fingerprint((1, {"a": {3, 2}}))
         True
     """
@@ -298,6 +299,7 @@ def kernel_fingerprint(kernel: Any) -> str:
 
     Example:
         >>> import numba
+        >>> from polykernel.backends.numba.fingerprint import kernel_fingerprint
         >>> f = numba.njit(lambda x: x)
         >>> g = numba.njit(error_model="numpy")(lambda x: x)
         >>> kernel_fingerprint(f) != kernel_fingerprint(g)

@@ -30,6 +30,7 @@ import numpy as np
 
 from ...contract.kernel import BackendKernel
 from ...contract.outs import OutSpec
+from ...contract.parameters import Parameters
 from ...contract.scalars import Scalars, inferred_dtype
 from ...errors import (
     KernelCompilationError,
@@ -49,7 +50,6 @@ __all__ = ["NumbaKernel", "numba_kernel"]
 _ATTR_DTYPES = tuple(n for n in abi.DTYPE_CODES if n not in ("float16", "bfloat16"))
 _ATTR_DTYPES = tuple(n for n in _ATTR_DTYPES if not n.startswith("complex"))
 _TEMPLATE_VERSION = "2"  # bump when the generated handler changes meaning
-_MARKER = "polykernel numba_kernel '"
 log = logging.getLogger(__name__)
 # Kernels without a content fingerprint get a per-process token instead (never
 # written to disk); weak keys, so a new dispatcher never inherits a dead one's.
@@ -93,6 +93,7 @@ def numba_kernel(
 
     Example:
         >>> import jax, jax.numpy as jnp, numba
+        >>> from polykernel import numba_kernel
         >>> @numba.njit
         ... def add(x, y, out):
         ...     for i in range(out.size):
@@ -107,17 +108,6 @@ def numba_kernel(
 def _kernel_name(kernel: Any) -> str:
     py_func = getattr(kernel, "py_func", kernel)
     return getattr(py_func, "__qualname__", repr(py_func))
-
-
-def _check_dtype(name: str, what: str, dtype: Any) -> str:
-    try:
-        abi.dtype_code(dtype)
-    except TypeError:
-        raise KernelRegistrationError(
-            f"numba_kernel '{name}': {what} has dtype {np.dtype(dtype).name}, which "
-            f"cannot cross the XLA FFI; use one of {', '.join(abi.DTYPE_CODES)}."
-        ) from None
-    return np.dtype(dtype).name
 
 
 class NumbaKernel(BackendKernel):
@@ -154,7 +144,10 @@ class NumbaKernel(BackendKernel):
             platforms=(Platform.CPU,),
             vmap_method=vmap_method,
             input_output_aliases=input_output_aliases,
-            check_dtype=lambda what, dt: _check_dtype(name, what, dt),
+            # The kernel's arrays fill its leading parameters; the rest are keywords
+            # whose dtypes come from their values (infer_dtype).
+            parameters=Parameters.of_function(kernel.py_func, leading="buffers"),
+            out_dtypes=abi.DTYPE_CODES,  # what crosses the XLA FFI
         )
         if half_precision not in HALF_MODES:
             raise KernelRegistrationError(
@@ -168,11 +161,10 @@ class NumbaKernel(BackendKernel):
         )
         self._fingerprint: str | None = None
         self._private: dict = {}  # private dispatcher copies (see .compile)
-        self._targets: dict[Signature, str] = {}
         self._lock = threading.Lock()
 
     # -- the backend's half of the contract -------------------------------------------
-    def scalar_dtype(self, name: str, value: Any) -> Any:
+    def infer_dtype(self, value: Any) -> Any:
         """A scalar keyword's dtype is its value's: ``bool``, a Python ``int`` is
         int64, a ``float`` float64, a NumPy scalar keeps its dtype (one the handler
         can pass: no float16/bfloat16/complex)."""
@@ -182,11 +174,12 @@ class NumbaKernel(BackendKernel):
     def translate_error(self, err: Exception) -> Exception | None:
         import jax
 
-        # jit's C++ fast path reports a failed custom call as ValueError, the slow
-        # path as JaxRuntimeError; both carry the handler's message.
-        if isinstance(err, jax.errors.JaxRuntimeError | ValueError) and (
-            _MARKER in str(err) and not isinstance(err, KernelRegistrationError)
-        ):
+        # By type, not by message: what polykernel raises while tracing is a
+        # PolykernelError and JAX's tracing errors are Python's own, so XLA's
+        # JaxRuntimeError from an eager call (a one-custom-call program) is the
+        # handler failing as it runs: the kernel raised (its type and message are
+        # in the error, ffi._pyerror.kernel_exception) or refused a buffer.
+        if isinstance(err, jax.errors.JaxRuntimeError):
             return KernelExecutionError(str(err))
         return None
 
@@ -196,7 +189,7 @@ class NumbaKernel(BackendKernel):
         import jax
 
         ins = tuple(
-            (_check_dtype(self.name, f"input {i}", a.dtype), a.ndim)
+            (self.check_dtype(f"input {i}", a.dtype), a.ndim)
             for i, a in enumerate(arrays)
         )
         sig = Signature(
@@ -234,9 +227,9 @@ class NumbaKernel(BackendKernel):
 
     def target_for(self, sig: Signature) -> str:
         """Name of the registered FFI target for ``sig`` (built on first use)."""
-        target = self._targets.get(sig)
-        if target is not None:
-            return target
+        return self.built(sig, lambda: self._build_target(sig))
+
+    def _build_target(self, sig: Signature) -> str:
         from .build import build_handler
 
         content, cacheable = self._content_key()
@@ -259,5 +252,4 @@ class NumbaKernel(BackendKernel):
                 f"inputs ({ins}), outputs ({outs}) and attributes "
                 f"({attrs or 'none'}): {type(err).__name__}: {err}"
             ) from err
-        self._targets[sig] = target
         return target

@@ -5,11 +5,21 @@ call's buffers it compiles the kernel's Python function with
 ``numba.cuda.compile_ptx`` (NVVM, no GPU needed) for each target architecture,
 links the PTX to a cubin with nvJitLink when ``cuda.core`` offers it (so a driver
 older than the PTX ISA still loads the kernel), and hands both images to the
-native launcher. Results are memoised per (kernel, argument types, arch).
+native launcher. Scalar parameters (the call's keywords, after the arrays) are
+compiled for their dtypes and passed by value. Results are memoised per (kernel,
+argument types, arch).
 
 Example:
+    >>> from numba import cuda
+    >>> from polykernel.backends.numba_cuda.compile import compile_kernel
+    >>> @cuda.jit
+    ... def add(x, y, out):
+    ...     i = cuda.grid(1)
+    ...     if i < out.size:
+    ...         out[i] = x[i] + y[i]
     >>> entry, images = compile_kernel(add, ("float32",) * 3, (1,) * 3, "90")
-    ...                                                   # doctest: +SKIP
+    >>> sorted(image.kind for image in images)  # no GPU needed: NVVM and nvJitLink
+    ['cubin', 'ptx']
 """
 
 from __future__ import annotations
@@ -125,11 +135,23 @@ def _cubin(ptx: str, arch: str) -> bytes | None:
         return None
 
 
+def _scalar_types(dtypes: tuple[str, ...]) -> tuple[Any, ...]:
+    import numpy as np
+    from numba.np.numpy_support import from_dtype
+
+    return tuple(from_dtype(np.dtype(d)) for d in dtypes)
+
+
 @functools.lru_cache(maxsize=256)
 def compile_kernel(
-    kernel: Any, dtypes: tuple[str, ...], ranks: tuple[int, ...], arch: str
+    kernel: Any,
+    dtypes: tuple[str, ...],
+    ranks: tuple[int, ...],
+    arch: str,
+    scalar_dtypes: tuple[str, ...] = (),
 ) -> tuple[str, tuple[KernelImage, ...]]:
-    """Compile ``kernel`` for arrays of ``dtypes``/``ranks`` and ``arch`` ('90').
+    """Compile ``kernel`` for arrays of ``dtypes``/``ranks``, then scalars of
+    ``scalar_dtypes``, and ``arch`` ('90').
 
     Returns:
         The PTX entry symbol and the images (a cubin when nvJitLink links it, and
@@ -145,7 +167,7 @@ def compile_kernel(
     try:
         ptx, _ = cuda.compile_ptx(
             kernel.py_func,
-            _array_types(dtypes, ranks),
+            _array_types(dtypes, ranks) + _scalar_types(scalar_dtypes),
             cc=(major, minor),
             fastmath=bool(options.get("fastmath", False)),
             lineinfo=bool(options.get("lineinfo", False)),
@@ -156,7 +178,8 @@ def compile_kernel(
         raise KernelCompilationError(
             f"numba_cuda_kernel '{kernel_name(kernel)}': Numba could not compile it "
             f"for sm_{arch} with array arguments {list(dtypes)} of ranks "
-            f"{list(ranks)} ({type(err).__name__}: {err})."
+            f"{list(ranks)} and scalars {list(scalar_dtypes)} "
+            f"({type(err).__name__}: {err})."
         ) from err
     found = _ENTRY.findall(ptx)
     if len(found) != 1:

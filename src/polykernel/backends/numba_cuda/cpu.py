@@ -19,7 +19,18 @@ then *is* the output array, as on the GPU where both are one buffer). Under
 element on slices (the launcher's rule, :mod:`polykernel.launcher.batching`).
 
 Example:
-    >>> run_kernel(add, (1, 1, 1), (4, 1, 1), 0, [x, y], [out])  # doctest: +SKIP
+    >>> import numpy as np
+    >>> from numba import cuda
+    >>> from polykernel.backends.numba_cuda.cpu import run_kernel
+    >>> @cuda.jit
+    ... def add(x, y, out):
+    ...     i = cuda.grid(1)
+    ...     if i < out.size:
+    ...         out[i] = x[i] + y[i]
+    >>> x, y, out = np.ones(4, np.float32), np.ones(4, np.float32), np.zeros(4)
+    >>> run_kernel(add, (1, 1, 1), (4, 1, 1), 0, [x, y, out])
+    >>> out.tolist()
+    [2.0, 2.0, 2.0, 2.0]
 """
 
 from __future__ import annotations

@@ -10,9 +10,12 @@ carrying its type and message. Offsets come from :mod:`polykernel.ffi.abi`, so t
 handler is checked here with a hand-built frame (``tests/support/ffi_frames.py``).
 
 Example:
-    >>> h = make_host_handler("f", lambda ins, outs, stream: None)  # doctest: +SKIP
-    >>> targets.register("f", h.address, platform="CUDA", identity="f",
-    ...                  backend="numba_cuda")           # doctest: +SKIP
+    >>> from polykernel.backends.numba_cuda.host_handler import make_host_handler
+    >>> from polykernel.ffi import targets
+    >>> h = make_host_handler("doc.host", lambda ins, outs, stream: None)
+    >>> targets.register("doc.host", h.address, platform="CUDA", identity="doc.host",
+    ...                  backend="numba_cuda", owner=h)
+    True
 """
 
 from __future__ import annotations

@@ -14,15 +14,19 @@ the same kernel runs under Numba's CUDA simulator through ``jax.pure_callback``
 so semantics are tested without a GPU.
 
 Example:
-    >>> from numba import cuda                            # doctest: +SKIP
+    >>> import jax, jax.numpy as jnp
+    >>> from numba import cuda
+    >>> from polykernel import numba_cuda_kernel
     >>> @cuda.jit
     ... def add(x, y, out):
     ...     i = cuda.grid(1)
     ...     if i < out.size:
     ...         out[i] = x[i] + y[i]
     >>> f = numba_cuda_kernel(add, jax.ShapeDtypeStruct((8,), jnp.float32),
-    ...                       launch_dims=8)              # doctest: +SKIP
-    >>> f(x, y)                                           # doctest: +SKIP
+    ...                       launch_dims=8)
+    >>> x = y = jnp.ones(8, jnp.float32)
+    >>> f(x, y).tolist()  # on the CPU: Numba's CUDA simulator
+    [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ import numpy as np
 from ...contract.kernel import BackendKernel
 from ...contract.launch import launch_count, size_of
 from ...contract.outs import OutSpec
-from ...contract.scalars import Scalars
-from ...errors import KernelCallError, KernelRegistrationError, UnsupportedDtypeError
+from ...contract.parameters import Parameters
+from ...contract.scalars import Scalars, inferred_dtype
+from ...errors import KernelCallError, KernelRegistrationError
 from ...launcher.layout import BufferSpec
 from ...platforms import Platform
 from ...types import LaunchDims, Outs, VmapMethod
@@ -45,40 +50,37 @@ from .compile import check_kernel, compile_kernel, kernel_name, require_numba_cu
 from .cpu import run_batched, run_kernel
 from .launch_config import resolve_launch
 
-__all__ = ["NumbaCudaKernel", "buffer_specs", "numba_cuda_kernel"]
+__all__ = ["NUMBA_CUDA_DTYPES", "NumbaCudaKernel", "buffer_specs", "numba_cuda_kernel"]
+
+#: The array dtypes Numba can type (not bfloat16: Numba has none).
+NUMBA_CUDA_DTYPES = (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "float16", "float32", "float64", "complex64", "complex128",
+)  # fmt: skip
 
 
 def buffer_specs(
-    where: str, args: Sequence[Any], outs: Sequence[Any]
+    kernel: BackendKernel, args: Sequence[Any], outs: Sequence[Any]
 ) -> list[BufferSpec]:
-    """The buffers of a call: every input, then every output.
+    """The buffers of a call: every input, then every output (dtypes checked by the
+    kernel's declared rule).
 
     Raises:
         KernelCallError: an input is not an array.
+        UnsupportedDtypeError: an input's dtype Numba cannot type.
     """
     specs = []
     for i, x in enumerate(args):
         if not (hasattr(x, "shape") and hasattr(x, "dtype")):
             raise KernelCallError(
-                f"{where}: input {i} must be an array, got {type(x).__name__}; pass "
-                f"scalars as 0-d arrays."
+                f"{kernel.where}: input {i} must be an array, got "
+                f"{type(x).__name__}; pass scalars as 0-d arrays."
             )
-        specs.append(BufferSpec(_dtype(where, f"input {i}", x.dtype), tuple(x.shape)))
-    for k, o in enumerate(outs):
-        specs.append(BufferSpec(_dtype(where, f"outs[{k}]", o.dtype), tuple(o.shape)))
+        dtype = kernel.check_dtype(f"input {i}", x.dtype)
+        specs.append(BufferSpec(dtype, tuple(x.shape)))
+    for o in outs:
+        specs.append(BufferSpec(np.dtype(o.dtype).name, tuple(o.shape)))
     return specs
-
-
-def _dtype(where: str, what: str, dtype: Any) -> str:
-    """The dtype's name; bfloat16, which Numba cannot type, is refused."""
-    name = np.dtype(dtype).name
-    if name == "bfloat16":
-        raise UnsupportedDtypeError(
-            f"{where}: {what} is bfloat16, which Numba-CUDA kernels cannot take (Numba "
-            f"has no bfloat16 type). Use float16 or float32 (x.astype(jnp.float32)), "
-            f"or a backend with bfloat16 (Triton, Pallas, cuda_raw)."
-        )
-    return name
 
 
 class NumbaCudaKernel(BackendKernel):
@@ -96,14 +98,19 @@ class NumbaCudaKernel(BackendKernel):
             platforms=(Platform.CPU, Platform.GPU),
             vmap_method=vmap_method,
             input_output_aliases=input_output_aliases,
+            # Arrays fill the leading parameters; the rest are scalars, by value.
+            parameters=Parameters.of_function(_py_func(kernel), leading="buffers"),
+            out_dtypes=NUMBA_CUDA_DTYPES,  # refused when wrapping, as the reference
         )
         self.kernel = kernel
         self.grid, self.block = grid, block
         self.shared_mem = shared_mem
-        for k, o in enumerate(
-            self.out_specs
-        ):  # refused when wrapping, as the reference
-            _dtype(self.where, f"outs[{k}]", o.dtype)
+
+    def infer_dtype(self, value: Any) -> Any:
+        """Numba's rule, as on the CPU: a Python ``int`` is int64, a ``float``
+        float64; a NumPy scalar keeps its dtype (one Numba can type)."""
+        dtype = inferred_dtype(value)
+        return dtype if dtype is not None and dtype.name in NUMBA_CUDA_DTYPES else None
 
     def launches_nothing(self, arrays: Sequence[Any], scalars: Scalars) -> bool:
         return size_of(self.grid) == 0 or size_of(self.block) == 0
@@ -111,24 +118,33 @@ class NumbaCudaKernel(BackendKernel):
     def emit(
         self, platform: Platform, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec
     ) -> list[Any]:
-        buffers = buffer_specs(self.where, arrays, outs.structs)
+        buffers = buffer_specs(self, arrays, outs.structs)
+        values = self._scalar_values(scalars)
         if platform == Platform.GPU:
-            return self._gpu_call(arrays, buffers)
-        return self._simulated_call(arrays, buffers)
+            return self._gpu_call(arrays, buffers, values)
+        return self._simulated_call(arrays, buffers, values)
 
-    def _gpu_call(self, args, buffers) -> list[Any]:
+    def _scalar_values(self, scalars: Scalars) -> list[Any]:
+        """The call's scalars in the order of the kernel's parameters."""
+        given = dict(scalars)
+        return [given[p.name] for p in self.parameters.entries if p.name in given]
+
+    def _gpu_call(self, args, buffers, values) -> list[Any]:
         from ...launcher.kernels import register_gpu_kernel
         from ...native.toolchain import cuda_arches
 
         dtypes = tuple(b.dtype for b in buffers)
         ranks = tuple(len(b.shape) for b in buffers)
+        scalar_dtypes = tuple(v.dtype.name for v in values)
         images, entry = [], None
         for arch in cuda_arches(None):
-            entry, found = compile_kernel(self.kernel, dtypes, ranks, arch)
+            entry, found = compile_kernel(self.kernel, dtypes, ranks, arch,
+                                          scalar_dtypes)  # fmt: skip
             images += found
         assert entry is not None  # cuda_arches gives at least one architecture
+        # Scalars are baked into the launch (a new value: a new spec, no compile).
         spec = kernel_launch_spec(buffers, len(args), self.grid, self.block,
-                                  self.shared_mem)  # fmt: skip
+                                  self.shared_mem, values)  # fmt: skip
         launched = register_gpu_kernel(images, entry, spec, name=self.name)
         return launched(
             *args,
@@ -136,14 +152,15 @@ class NumbaCudaKernel(BackendKernel):
             vmap_method=self.vmap_method,
         )
 
-    def _simulated_call(self, args, buffers) -> list[Any]:
+    def _simulated_call(self, args, buffers, values) -> list[Any]:
         import jax
 
         compiled = [b.shape for b in buffers]
         outs = [(tuple(o.shape), np.dtype(o.dtype)) for o in self.out_specs]
 
         def launch(arrays: list[np.ndarray]) -> None:
-            run_kernel(self.kernel, self.grid, self.block, self.shared_mem, arrays)
+            run_kernel(self.kernel, self.grid, self.block, self.shared_mem,
+                       [*arrays, *values])  # fmt: skip
 
         def callback(*xs: np.ndarray) -> list[np.ndarray]:
             return run_batched(launch, compiled, outs, xs, self.aliases or None,
@@ -154,6 +171,11 @@ class NumbaCudaKernel(BackendKernel):
                 callback, list(self.out_specs), *args, vmap_method=self.vmap_method
             )
         )
+
+
+def _py_func(kernel: Any) -> Any:
+    """The kernel's Python function (a simulator kernel keeps it as ``fn``)."""
+    return getattr(kernel, "py_func", None) or getattr(kernel, "fn", kernel)
 
 
 def numba_cuda_kernel(
@@ -171,10 +193,13 @@ def numba_cuda_kernel(
     """Wrap a ``@cuda.jit`` kernel as a function of JAX arrays.
 
     The kernel takes every input, then every output, as arrays and writes the
-    outputs in place. On a GPU it is compiled ahead (PTX and a cubin for the
-    device's architecture) and launched from native code on XLA's stream, with no
-    Python per call and CUDA-graph capture allowed; on the CPU it runs under Numba's
-    CUDA simulator (see ``docs/gpu.md``).
+    outputs in place; parameters after them are scalars, given as keywords of the
+    call (typed by value, as Numba does: an ``int`` is int64, a ``float``
+    float64; on a GPU their values are baked into the launch, not compiled in).
+    On a GPU it is compiled ahead (PTX and a cubin for the device's architecture)
+    and launched from native code on XLA's stream, with no Python per call and
+    CUDA-graph capture allowed; on the CPU it runs under Numba's CUDA simulator
+    (see ``docs/gpu.md``).
 
     Args:
         kernel: A kernel decorated with ``@numba.cuda.jit``.
@@ -208,9 +233,19 @@ def numba_cuda_kernel(
             ``AssertionError``, as the reference documents).
 
     Example:
-        >>> f = numba_cuda_kernel(add, jax.ShapeDtypeStruct((1024,), jnp.float32),
-        ...                       grid=4, block=256)      # doctest: +SKIP
-        >>> jax.jit(f)(a, b)                              # doctest: +SKIP
+        >>> import jax, jax.numpy as jnp
+        >>> from numba import cuda
+        >>> from polykernel import numba_cuda_kernel
+        >>> @cuda.jit
+        ... def add(x, y, out):
+        ...     i = cuda.grid(1)
+        ...     if i < out.size:
+        ...         out[i] = x[i] + y[i]
+        >>> f = numba_cuda_kernel(add, jax.ShapeDtypeStruct((8,), jnp.float32),
+        ...                       grid=2, block=4)
+        >>> a = b = jnp.arange(8, dtype=jnp.float32)
+        >>> jax.jit(f)(a, b).tolist()
+        [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]
     """
     require_numba_cuda("numba_cuda_kernel")
     where = f"numba_cuda_kernel '{kernel_name(kernel)}'"

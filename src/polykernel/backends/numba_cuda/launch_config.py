@@ -7,6 +7,7 @@ dimension; each dimension gets ``ceil(launch_dims / block)`` blocks, with
 ``threads_per_block`` threads along the first dimension and 1 along the others).
 
 Example:
+    >>> from polykernel.backends.numba_cuda.launch_config import resolve_launch
     >>> resolve_launch(launch_dims=1000, threads_per_block=256)
     ((4, 1, 1), (256, 1, 1))
     >>> resolve_launch(grid=(2, 3), block=(16, 16))

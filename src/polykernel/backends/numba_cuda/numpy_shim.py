@@ -11,7 +11,10 @@ exactly as it was. With NumPy < 2.5, or once numba-cuda stops touching the name,
 it does nothing.
 
 Example:
-    >>> apply_numpy_shim()  # doctest: +SKIP
+    >>> from polykernel.backends.numba_cuda.numpy_shim import apply_numpy_shim
+    >>> _ = apply_numpy_shim()  # True if the placeholder was needed (NumPy >= 2.5)
+    >>> apply_numpy_shim()  # numba-cuda's array module is imported now: nothing to do
+    False
 """
 
 from __future__ import annotations

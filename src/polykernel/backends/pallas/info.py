@@ -55,7 +55,8 @@ def pallas_gpu_report(gpu: bool) -> dict[str, Any]:
     path exists), ``gpu_detail``.
 
     Example:
-        >>> pallas_gpu_report(gpu=False)["cpu_usable"]  # doctest: +SKIP
+        >>> from polykernel.backends.pallas.info import pallas_gpu_report
+        >>> pallas_gpu_report(gpu=False)["cpu_usable"]
         True
     """
     version = _jax_version()
@@ -96,6 +97,7 @@ def pallas_rows(gpu: bool) -> list[tuple[str, str, bool, str]]:
     ``gpu``, whether the CUDA lowering can be checked on this machine.
 
     Example:
+        >>> from polykernel.backends.pallas.info import pallas_rows
         >>> [r[1] for r in pallas_rows(gpu=False)]
         ['gpu', 'cpu']
     """

@@ -32,11 +32,12 @@ from ... import _jax_compat as jc
 from ...contract.kernel import BackendKernel
 from ...contract.launch import launch_shape, size_of
 from ...contract.outs import OutSpec
+from ...contract.parameters import STATIC, Parameters
 from ...contract.platform_context import current_platform, lowering_platform
 from ...contract.scalars import Scalars
-from ...errors import KernelCallError, KernelRegistrationError, KernelTypeError
+from ...errors import KernelRegistrationError, KernelTypeError
 from ...platforms import Platform
-from ...types import LaunchDims, Outs
+from ...types import LaunchDims, Outs, VmapMethod
 
 __all__ = ["PallasKernel", "pallas_kernel"]
 
@@ -53,6 +54,7 @@ def pallas_kernel(
     out_specs: Any = None,
     interpret: bool | None = None,
     input_output_aliases: Mapping[int, int] | None = None,
+    vmap_method: VmapMethod | None = None,
     **compiler_params: Any,
 ) -> PallasKernel:
     """Wrap a Pallas kernel body as a JAX callable that builds its ``pallas_call``.
@@ -70,6 +72,8 @@ def pallas_kernel(
             ``'gpu'``/``'tpu'``; ``True`` always interprets (debugging on any
             platform); ``False`` never does.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
+        vmap_method: Checked by the rules of every wrapper; JAX batches a
+            ``pallas_call`` itself, so every method gives the per-element result.
         **compiler_params: Fields of the lowering platform's Pallas
             ``CompilerParams`` (GPU/Triton: ``num_warps``, ``num_stages``; TPU:
             ``dimension_semantics``, ``vmem_limit_bytes``, ...).
@@ -86,6 +90,7 @@ def pallas_kernel(
 
     Example:
         >>> import jax, jax.numpy as jnp
+        >>> from polykernel import pallas_kernel
         >>> def double(x_ref, o_ref):
         ...     o_ref[...] = 2 * x_ref[...]
         >>> f = pallas_kernel(double, jax.ShapeDtypeStruct((3,), jnp.float32))
@@ -99,8 +104,9 @@ def pallas_kernel(
         in_specs=in_specs,
         out_specs=out_specs,
         interpret=interpret,
-        input_output_aliases=dict(input_output_aliases or {}),
+        input_output_aliases=input_output_aliases,
         compiler_params=compiler_params,
+        vmap_method=vmap_method,
     )
 
 
@@ -118,7 +124,8 @@ def _check_compiler_params(name: str, params: Mapping[str, Any]) -> None:
         raise KernelRegistrationError(
             f"pallas_kernel '{name}': unknown compiler parameter(s) {unknown}; the "
             f"Pallas CompilerParams of this JAX take {sorted(known)}. Pass grid, "
-            f"in_specs, out_specs, interpret and input_output_aliases by name."
+            f"in_specs, out_specs, interpret, input_output_aliases and vmap_method "
+            f"by name."
         )
 
 
@@ -136,8 +143,9 @@ class PallasKernel(BackendKernel):
         in_specs: Any,
         out_specs: Any,
         interpret: bool | None,
-        input_output_aliases: dict[int, int],
+        input_output_aliases: Mapping[int, int] | None,
         compiler_params: dict[str, Any],
+        vmap_method: VmapMethod | None = None,
     ) -> None:
         name = getattr(body, "__name__", type(body).__name__)
         if not callable(body):
@@ -156,6 +164,11 @@ class PallasKernel(BackendKernel):
             outs,
             platforms=(Platform.CPU, Platform.GPU, Platform.TPU),
             input_output_aliases=input_output_aliases or None,
+            vmap_method=vmap_method,
+            # One ref per input and output, then static values bound to the body.
+            parameters=Parameters.of_function(
+                body, leading="buffers", dtype=STATIC, accept_var_keyword=True
+            ),
         )
         _check_compiler_params(self.name, compiler_params)
         self.body = body
@@ -175,22 +188,6 @@ class PallasKernel(BackendKernel):
         return lowering_platform() or self._built_for or current_platform()
 
     # -- the backend's half of the contract -------------------------------------------
-    def convert_scalars(self, scalars: dict[str, Any]) -> Scalars:
-        """Keywords are static values bound to the body (any hashable Python value,
-        not scalar parameters): they pass unchanged."""
-        for key, value in scalars.items():
-            try:
-                hash(value)
-            except TypeError:
-                raise KernelCallError(
-                    f"{self.where}: keyword '{key}' is bound to the body as a static "
-                    f"value, so it must be hashable (got {type(value).__name__})."
-                ) from None
-        return tuple(sorted(scalars.items()))
-
-    def scalar_key(self, scalars: Scalars) -> Any:
-        return scalars
-
     def launches_nothing(self, arrays: Sequence[Any], scalars: Scalars) -> bool:
         # Nothing to compute (Pallas itself fails on zero-size blocks).
         empty = any(0 in tuple(o.shape) for o in self.out_specs)

@@ -56,6 +56,10 @@ def lower_for_cuda(
 
     Example:
         >>> import jax, jax.numpy as jnp
+        >>> from polykernel import pallas_kernel
+        >>> from polykernel.backends.pallas.lowering import (
+        ...     TRITON_TARGET, lower_for_cuda,
+        ... )
         >>> def double(x_ref, o_ref):
         ...     o_ref[...] = 2 * x_ref[...]
         >>> spec = jax.ShapeDtypeStruct((256,), jnp.float32)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -154,6 +154,7 @@ def interpret_batched(
     compiled: Sequence[tuple[tuple[int, ...], str]],
     n_in: int,
     inputs: Sequence[np.ndarray],
+    aliases: Mapping[int, int] | None = None,
 ) -> list[np.ndarray]:
     """Outputs of the kernel on ``inputs`` that may carry leading vmap axes.
 
@@ -162,6 +163,8 @@ def interpret_batched(
         n_in: how many of them are inputs.
         inputs: the actual inputs (each with 0 or K leading axes, K the same for
             all batched ones, as ``vmap_method="expand_dims"`` passes them).
+        aliases: ``{input index: output index}``: that output starts as the input
+            (one buffer, as on the GPU), zeros otherwise.
     """
     inputs = [np.asarray(x) for x in inputs]
     pairs = list(zip(inputs, compiled[:n_in], strict=True))
@@ -170,10 +173,13 @@ def interpret_batched(
     for x, (shape, _) in pairs:
         if x.ndim - len(shape) == extra:
             batch = [max(b, d) for b, d in zip(batch, x.shape[:extra], strict=True)]
-    outputs = [
-        np.zeros((*batch, *shape), dtype=_dtype(dtype))
-        for shape, dtype in compiled[n_in:]
-    ]
+    sources = {o: i for i, o in (aliases or {}).items()}
+    outputs = []
+    for j, (shape, dtype) in enumerate(compiled[n_in:]):
+        out = np.zeros((*batch, *shape), dtype=_dtype(dtype))
+        if j in sources:
+            out[...] = inputs[sources[j]]
+        outputs.append(out)
     shapes = [x.shape for x in inputs] + [o.shape for o in outputs]
     plan = plan_batch([c[0] for c in compiled], n_in, shapes, sig.kernel)
     for element in plan.elements():

@@ -25,15 +25,17 @@ or of the call::
 * **CPU**: the kernel runs in Triton's interpreter (see :mod:`.cpu`),
   through ``jax.pure_callback``; for tests and small problems, not for speed.
 
-Both paths batch under ``jax.vmap`` with ``vmap_method="expand_dims"`` semantics: one
-launch per batch element (the launcher's loop on GPU, a Python loop on CPU). Kernels
+Both paths batch under ``jax.vmap`` by the wrapper's ``vmap_method`` (default
+``"expand_dims"``: one launch per batch element, the launcher's loop on GPU, a
+Python loop on CPU). Keywords of the call are bound to the parameters after the
+pointers (scalars typed by value, constexprs static) by the core's one rule. Kernels
 decorated while ``TRITON_INTERPRET=1`` is set (Triton's own way to run on a CPU) work
 the same (:mod:`.source`). See ``docs/triton.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,12 +49,12 @@ from ...contract.launch import (
     three_axes,
 )
 from ...contract.outs import OutSpec
-from ...contract.scalars import Scalars, convert_scalars
-from ...errors import KernelRegistrationError
+from ...contract.parameters import INFERRED, STATIC, Parameters
+from ...contract.scalars import Scalars
 from ...platforms import Platform
-from ...types import LaunchDims, Outs
+from ...types import LaunchDims, Outs, VmapMethod
 from .gpu import gpu_kernel, target_arch
-from .params import TritonSignature, build_signature, scalar_dtype
+from .params import POINTER_DTYPES, TritonSignature, build_signature, scalar_dtype
 from .source import import_triton, kernel_source
 
 __all__ = ["TritonKernel", "import_triton", "target_arch", "triton_kernel"]
@@ -65,6 +67,8 @@ def triton_kernel(
     grid: LaunchDims | Callable[[dict[str, Any]], LaunchDims],
     num_warps: int = 4,
     num_stages: int = 3,
+    vmap_method: VmapMethod | None = None,
+    input_output_aliases: Mapping[int, int] | None = None,
     **constexprs: Any,
 ) -> TritonKernel:
     """Wrap a ``@triton.jit`` kernel as a JAX callable (native launch on GPU).
@@ -77,6 +81,10 @@ def triton_kernel(
             ``meta`` (the constexprs and scalars by name) and returning one.
         num_warps: Warps per program (a power of two); 32 * num_warps threads.
         num_stages: Software-pipelining stages Triton uses for loops.
+        vmap_method: How ``jax.vmap`` calls the kernel (every wrapper's vocabulary);
+            ``None`` means ``"expand_dims"`` (``"broadcast_all"`` with aliases).
+        input_output_aliases: ``{input index: output index}``: the output starts
+            as that input (an in-place kernel reads and writes it).
         **constexprs: Values of the kernel's ``tl.constexpr`` parameters (a plain
             parameter given here is a fixed scalar).
 
@@ -88,11 +96,12 @@ def triton_kernel(
         BackendUnavailableError: Triton is not installed (an ``ImportError``).
         KernelTypeError: ``fn`` is not a ``@triton.jit`` function (one decorated
             under ``TRITON_INTERPRET=1`` is).
-        KernelRegistrationError: ``outs``, ``grid``, ``num_warps`` or
-            ``num_stages`` is invalid.
+        KernelRegistrationError: ``outs``, ``grid``, ``num_warps``,
+            ``num_stages``, ``vmap_method`` or ``input_output_aliases`` is invalid.
 
     Example:
         >>> import jax, jax.numpy as jnp, triton, triton.language as tl
+        >>> from polykernel import triton_kernel
         >>> @triton.jit
         ... def double(x_ptr, out_ptr, BLOCK: tl.constexpr):
         ...     offs = tl.arange(0, BLOCK)
@@ -102,13 +111,25 @@ def triton_kernel(
         >>> f(jnp.arange(4.0)).tolist()  # on CPU: Triton's interpreter
         [0.0, 2.0, 4.0, 6.0]
     """
-    return TritonKernel(fn, outs, grid, num_warps, num_stages, constexprs)
+    return TritonKernel(fn, outs, grid, num_warps, num_stages, constexprs,
+                        vmap_method, input_output_aliases)  # fmt: skip
 
 
 def _grid3(where: str, grid: Any) -> tuple[int, int, int]:
     dims = launch_shape(where, "grid", grid, max_rank=3,
                         alternative="a callable meta -> such a tuple")  # fmt: skip
     return three_axes(dims)
+
+
+def _parameters(source: Any, given: dict[str, Any]) -> Parameters:
+    """One pointer per input and output, then scalars (typed by value) and
+    ``tl.constexpr`` values (static); those given to ``triton_kernel`` are
+    optional in the call."""
+    dtypes = {n: STATIC if n in source.constexpr_names else INFERRED
+              for n in source.arg_names}  # fmt: skip
+    return Parameters(
+        Parameters.declared(dtypes, optional=given).entries, leading="buffers"
+    )
 
 
 class TritonKernel(BackendKernel):
@@ -124,6 +145,8 @@ class TritonKernel(BackendKernel):
         num_warps: int,
         num_stages: int,
         constexprs: dict[str, Any],
+        vmap_method: VmapMethod | None = None,
+        input_output_aliases: Mapping[int, int] | None = None,
     ) -> None:
         self.source = kernel_source(fn)
         super().__init__(
@@ -131,6 +154,10 @@ class TritonKernel(BackendKernel):
             self.source.name,
             outs,
             platforms=(Platform.CPU, Platform.GPU),
+            vmap_method=vmap_method,
+            input_output_aliases=input_output_aliases,
+            parameters=_parameters(self.source, constexprs),
+            out_dtypes=POINTER_DTYPES,
         )
         self.fn = self.source.kernel
         if not callable(grid):
@@ -141,10 +168,9 @@ class TritonKernel(BackendKernel):
                                        minimum=1, maximum=16)  # fmt: skip
         self.arg_names = self.source.arg_names
         self.constexpr_names = self.source.constexpr_names
-        # A plain (non-constexpr) parameter given here is a fixed scalar: it goes
-        # through the same converter as the call's scalars.
-        fixed = {k: v for k, v in constexprs.items() if k not in self.constexpr_names}
-        self.constexprs = {**dict(constexprs), **dict(self.convert_scalars(fixed))}
+        # Values given here are the defaults of the call's keywords: a plain
+        # parameter's is a fixed scalar, converted as the call's scalars are.
+        self.constexprs = dict(self.convert_values(constexprs))
 
     # -- what a call compiles -------------------------------------------------------
     def signature(self, in_dtypes: Sequence[str], scalars: dict[str, Any]) -> Any:
@@ -163,26 +189,10 @@ class TritonKernel(BackendKernel):
         return _grid3(self.where, self.grid(meta))
 
     # -- the backend's half of the contract -------------------------------------------
-    def convert_scalars(self, scalars: dict[str, Any]) -> Scalars:
-        """Runtime scalars through the one converter (Triton's own type rule); the
-        values of ``tl.constexpr`` parameters are compile-time constants and pass
-        as given."""
-        unknown = sorted(k for k in scalars if k not in self.arg_names)
-        if unknown:
-            raise KernelRegistrationError(
-                f"{self.where}: keyword(s) {unknown} name no scalar or constexpr "
-                f"parameter; the kernel's parameters are ({', '.join(self.arg_names)})."
-            )
-        runtime = {k: v for k, v in scalars.items() if k not in self.constexpr_names}
-        converted = dict(convert_scalars(self.where, runtime, self._dtype))
-        constants = {k: v for k, v in scalars.items() if k in self.constexpr_names}
-        return tuple(sorted({**converted, **constants}.items()))
-
-    def _dtype(self, name: str, value: Any) -> Any:
+    def infer_dtype(self, value: Any) -> Any:
+        """Triton's own launcher rule (:func:`.params.scalar_dtype`): an ``int`` is
+        int32 when it fits, a ``float`` float32."""
         return scalar_dtype(value)
-
-    def scalar_key(self, scalars: Scalars) -> Any:
-        return tuple((n, repr(v)) for n, v in scalars)
 
     def launches_nothing(self, arrays: Sequence[Any], scalars: Scalars) -> bool:
         return size_of(self.launch_grid(self._signature(arrays, scalars))) == 0
@@ -209,7 +219,8 @@ class TritonKernel(BackendKernel):
         n_in = len(arrays)
 
         def host(*inputs: Any) -> list[np.ndarray]:
-            return interpret_batched(self.fn, sig, grid, compiled, n_in, inputs)
+            return interpret_batched(self.fn, sig, grid, compiled, n_in, inputs,
+                                     self.aliases)  # fmt: skip
 
         return list(
             jax.pure_callback(
@@ -220,7 +231,8 @@ class TritonKernel(BackendKernel):
     def _gpu(self, arrays: list[Any], sig: TritonSignature, grid: Any) -> list[Any]:
         kernel = self.gpu_kernel([(tuple(x.shape), x.dtype) for x in arrays], sig,
                                  grid)  # fmt: skip
-        results = kernel(*arrays, vmap_method=self.vmap_method)
+        results = kernel(*arrays, vmap_method=self.vmap_method,
+                         input_output_aliases=self.aliases or None)  # fmt: skip
         return results[: len(self.out_specs)]  # drop the scratch buffer, if any
 
     def gpu_kernel(

@@ -18,6 +18,7 @@ the native launcher; ``tests/backends/triton/test_params.py`` pins it and the sl
 compares it with the ``.param`` list of the PTX Triton produces.
 
 Example:
+    >>> from polykernel.backends.triton.params import build_signature, launch_params
     >>> sig = build_signature("add", ["x", "out", "n", "BLOCK"], {"BLOCK"},
     ...                       ["float32", "float32"], {"n": 8}, {"BLOCK": 4})
     >>> sig.signature
@@ -39,6 +40,7 @@ from ...launcher.layout import Param, constant, pointer
 
 __all__ = [
     "POINTER_ALIGN",
+    "POINTER_DTYPES",
     "SCALAR_STORAGE",
     "TritonSignature",
     "build_signature",
@@ -57,6 +59,8 @@ _TRITON_OF_DTYPE = {
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
     "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
 }  # fmt: skip
+#: The buffer dtypes a Triton kernel takes (a pointer type of each).
+POINTER_DTYPES = tuple(_TRITON_OF_DTYPE)
 #: The NumPy dtype of the bytes a scalar of each Triton type is passed as.
 SCALAR_STORAGE = {
     "i1": "uint8", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
@@ -69,6 +73,7 @@ def pointer_type(dtype: str) -> str:
     """Triton's pointer type for a buffer of NumPy dtype name ``dtype``.
 
     Example:
+        >>> from polykernel.backends.triton.params import pointer_type
         >>> pointer_type("float32")
         '*fp32'
     """

@@ -2,21 +2,23 @@
 
 Every message names the kernel, the parameter, what was expected and what came;
 all checks run at trace time (shapes are static), so the handler never sees a call
-its kernel was not built for. Scalar values themselves go through the one refusing
-converter (:mod:`polykernel.contract.scalars`) with the dtype declared here.
+its kernel was not built for. The scalar parameters are declared here (their
+annotations); the core binds a call's keywords to them and converts each value
+through the one refusing converter (:mod:`polykernel.contract.scalars`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ...contract.parameters import Parameters
 from ...errors import KernelRegistrationError, KernelTypeError
 from .plan import MAX_ARRAY_BYTES, KernelPlan, array_shape
 
-__all__ = ["check_arrays", "check_scalar_names", "scalar_dtype"]
+__all__ = ["check_arrays", "declared_scalars"]
 
 
 def check_arrays(
@@ -65,34 +67,18 @@ def check_arrays(
     return shapes
 
 
-def check_scalar_names(name: str, plan: KernelPlan, attrs: Mapping[str, Any]) -> None:
-    """Refuse a call whose keywords are not exactly the kernel's scalar parameters.
+def declared_scalars(name: str, plan: KernelPlan) -> Parameters:
+    """The kernel's scalar parameters with their annotated dtypes (in order).
 
     Raises:
-        KernelRegistrationError: a scalar parameter is missing, or a keyword names
-            no scalar parameter.
+        KernelTypeError: a scalar parameter is float16, which XLA attributes cannot
+            carry.
     """
-    wanted = {a.label for a in plan.scalars}
-    missing = sorted(wanted - set(attrs))
-    extra = sorted(set(attrs) - wanted)
-    if missing or extra:
-        raise KernelRegistrationError(
-            f"warp_kernel '{name}': scalar parameters are passed as keywords; the "
-            f"kernel takes {sorted(wanted) or 'none'}, missing {missing or 'none'}, "
-            f"unexpected {extra or 'none'}."
-        )
-
-
-def scalar_dtype(name: str, plan: KernelPlan, key: str) -> str:
-    """The declared dtype of scalar parameter ``key`` (its annotation).
-
-    Raises:
-        KernelTypeError: the parameter is float16, which XLA attributes cannot carry.
-    """
-    dtype = next(a.dtype for a in plan.scalars if a.label == key)
-    if dtype == "float16":
-        raise KernelTypeError(
-            f"warp_kernel '{name}': scalar parameter '{key}' is float16, which "
-            f"XLA attributes cannot carry; use float32 for scalar parameters."
-        )
-    return dtype
+    for a in plan.scalars:
+        if a.dtype == "float16":
+            raise KernelTypeError(
+                f"warp_kernel '{name}': scalar parameter '{a.label}' is float16, "
+                f"which XLA attributes cannot carry; use float32 for scalar "
+                f"parameters."
+            )
+    return Parameters.declared({a.label: a.dtype for a in plan.scalars})

@@ -28,6 +28,7 @@ def warp_rows(gpu: bool) -> list[tuple[str, str, bool, str]]:
     """``(backend, platform, usable, detail)`` for Warp on ``cpu`` and ``gpu``.
 
     Example:
+        >>> from polykernel.backends.warp.info import warp_rows
         >>> [row[:2] for row in warp_rows(gpu=False)]
         [('warp', 'cpu'), ('warp', 'gpu')]
     """

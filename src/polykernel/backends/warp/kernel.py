@@ -19,7 +19,6 @@ CUDA build (``gpu_build``). See ``docs/warp.md``.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,9 +32,9 @@ from ...errors import KernelTypeError
 from ...ffi.handler_ir.signature import Signature
 from ...platforms import Platform
 from ...types import Outs, VmapMethod
-from .call_check import check_arrays, check_scalar_names, scalar_dtype
+from .call_check import check_arrays, declared_scalars
 from .plan import array_shape, describe_kernel
-from .types import import_warp, warp_dtype_name
+from .types import WARP_DTYPES, import_warp
 
 __all__ = ["WarpKernel", "warp_kernel"]
 
@@ -77,14 +76,15 @@ def warp_kernel(
             ``input_output_aliases`` is invalid.
 
     Example:
-        >>> import jax, jax.numpy as jnp, warp as wp        # doctest: +SKIP
+        >>> import jax, jax.numpy as jnp, warp as wp
+        >>> from polykernel import warp_kernel
         >>> @wp.kernel
         ... def add(x: wp.array(dtype=float), y: wp.array(dtype=float),
         ...         out: wp.array(dtype=float)):
         ...     i = wp.tid()
-        ...     out[i] = x[i] + y[i]                          # doctest: +SKIP
+        ...     out[i] = x[i] + y[i]
         >>> f = warp_kernel(add, jax.ShapeDtypeStruct((3,), jnp.float32))
-        >>> f(jnp.ones(3), jnp.ones(3)).tolist()              # doctest: +SKIP
+        >>> f(jnp.ones(3), jnp.ones(3)).tolist()  # on the CPU: Warp's CPU device
         [2.0, 2.0, 2.0]
     """
     return WarpKernel(kernel, outs, launch_dims, vmap_method, input_output_aliases)
@@ -103,7 +103,7 @@ class WarpKernel(BackendKernel):
                 f"{getattr(kernel, '__qualname__', kernel)!r}. Decorate the function "
                 f"with @warp.kernel."
             )
-        where = f"warp_kernel '{kernel.key}'"
+        plan = describe_kernel(kernel)
         super().__init__(
             "warp_kernel",
             kernel.key,
@@ -111,26 +111,19 @@ class WarpKernel(BackendKernel):
             platforms=(Platform.CPU, Platform.GPU),
             vmap_method=vmap_method,
             input_output_aliases=aliases,
-            check_dtype=lambda what, dt: warp_dtype_name(dt, f"{where}: {what}"),
+            # Scalar parameters by annotation; the others take the arrays in order.
+            parameters=declared_scalars(kernel.key, plan),
+            out_dtypes=WARP_DTYPES,
         )
         self.kernel = kernel
-        self.plan = describe_kernel(kernel)
+        self.plan = plan
         self.launch_dims = None
         if launch_dims is not None:
             self.launch_dims = launch_shape(
                 self.where, "launch_dims", launch_dims, max_rank=4, maximum=MAX_DIM
             )
-        self._targets: dict[Any, tuple[str, dict[str, Any]]] = {}
-        self._lock = threading.Lock()
 
     # -- the backend's half of the contract -------------------------------------------
-    def convert_scalars(self, scalars: dict[str, Any]) -> Scalars:
-        check_scalar_names(self.name, self.plan, scalars)
-        return super().convert_scalars(scalars)
-
-    def scalar_dtype(self, name: str, value: Any) -> Any:
-        return scalar_dtype(self.name, self.plan, name)
-
     def prepare(self, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec) -> None:
         check_arrays(self.name, self.plan, arrays, outs.structs)
 
@@ -161,20 +154,9 @@ class WarpKernel(BackendKernel):
             () if platform == Platform.CPU else tuple((n, v.item()) for n, v in scalars)
         )
         key = (platform, sig, tuple(shapes), baked)
-        with self._lock:
-            found = self._targets.get(key)
-        if found is None:
-            if platform == Platform.CPU:
-                from .cpu_target import cpu_target
-
-                found = cpu_target(self, sig, shapes)
-            else:
-                from .gpu_target import gpu_target
-
-                found = gpu_target(self, sig, shapes, scalars)
-            with self._lock:
-                self._targets[key] = found
-        target, extra = found
+        target, extra = self.built(
+            key, lambda: self._build_target(platform, sig, shapes, scalars)
+        )
         call = jax.ffi.ffi_call(
             target,
             list(outs.structs),
@@ -183,3 +165,12 @@ class WarpKernel(BackendKernel):
         )
         attrs = dict(scalars) if platform == Platform.CPU else extra
         return list(call(*arrays, **attrs))
+
+    def _build_target(self, platform, sig, shapes, scalars) -> tuple[str, dict]:
+        if platform == Platform.CPU:
+            from .cpu_target import cpu_target
+
+            return cpu_target(self, sig, shapes)
+        from .gpu_target import gpu_target
+
+        return gpu_target(self, sig, shapes, scalars)

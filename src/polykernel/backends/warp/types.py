@@ -60,7 +60,70 @@ def import_warp() -> pytypes.ModuleType:
             f"(import warp failed: {err}). Install it with: {INSTALL_HINT}"
         ) from err
     _quiet(warp)
+    _init_without_driver_warning(warp)
     return warp
+
+
+_DRIVER_WARNING = b"Warp CUDA warning: Could not find or load the NVIDIA CUDA driver"
+_initialised = False
+
+
+def _cuda_driver_loads() -> bool:
+    """Whether the CUDA driver library loads here (as Warp looks for it)."""
+    import ctypes
+
+    for name in ("libcuda.so", "libcuda.so.1"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def _init_without_driver_warning(warp: pytypes.ModuleType) -> None:
+    """Initialise Warp once. On a machine without a CUDA driver Warp's native init
+    prints "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver" to
+    stderr, which a CPU-only run does not need: that line is dropped (anything else
+    it prints is kept), unless ``JAX_PLATFORMS`` asks for a GPU (``polykernel
+    info`` reports Warp's GPU path as unusable either way)."""
+    global _initialised
+    if _initialised:
+        return
+    _initialised = True
+    import os
+    import sys
+    import tempfile
+
+    platforms = os.environ.get("JAX_PLATFORMS", "").lower()
+    if "cuda" in platforms or "gpu" in platforms or _cuda_driver_loads():
+        warp.init()
+        return
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:
+        warp.init()
+        return
+    try:
+        with tempfile.TemporaryFile() as tmp:
+            os.dup2(tmp.fileno(), 2)
+            try:
+                warp.init()
+            finally:
+                os.dup2(saved, 2)
+            tmp.seek(0)
+            printed = tmp.read()
+    finally:
+        os.close(saved)
+    kept = [
+        line
+        for line in printed.splitlines(keepends=True)
+        if not line.startswith(_DRIVER_WARNING)
+    ]
+    if kept:
+        sys.stderr.write(b"".join(kept).decode(errors="replace"))
+        sys.stderr.flush()
 
 
 def _quiet(warp: pytypes.ModuleType) -> None:
@@ -107,7 +170,8 @@ def jaxtype_to_warptype(dtype: Any) -> Any:
 
     Example:
         >>> import jax.numpy as jnp
-        >>> jaxtype_to_warptype(jnp.float32).__name__  # doctest: +SKIP
+        >>> from polykernel import jaxtype_to_warptype
+        >>> jaxtype_to_warptype(jnp.float32).__name__
         'float32'
     """
     name = warp_dtype_name(dtype)
@@ -136,9 +200,9 @@ def jaxinfo_to_warpinfo(jax_info: Any) -> Any:
 
     Example:
         >>> import jax, jax.numpy as jnp
+        >>> from polykernel import jaxinfo_to_warpinfo
         >>> t = jaxinfo_to_warpinfo(jax.ShapeDtypeStruct((4, 3), jnp.int32))
-        ...                                                  # doctest: +SKIP
-        >>> t.ndim, t.dtype.__name__                          # doctest: +SKIP
+        >>> t.ndim, t.dtype.__name__
         (2, 'int32')
     """
     shape = _shape_of(jax_info)
