@@ -1,6 +1,8 @@
 # Two entry points that work on a fresh machine (Python, gcc and nvcc only):
-#   make demo      - create the virtualenv, install polykernel, run the main job
+#   make demo      - create the virtualenv, install polykernel and what the demo runs
+#                    (polykernel[demo]: Numba, Warp, matplotlib, scipy), run the main job
 #   make test      - create the virtualenv, install polykernel with its test extras, run the tests
+#                    (in parallel, one worker per core; make test-fast skips slow and GPU tests)
 #   make docs      - build the documentation site into site/ (mkdocs --strict; its tools,
 #                    pinned in docs/requirements.txt, in their own virtualenv .venv-docs)
 # and, for the support matrix and GPU machines:
@@ -36,9 +38,9 @@ RUN_DIR := $(CURDIR)/.cache
 RUN_ENV := JAX_PLATFORMS=cpu NUMBA_THREADING_LAYER=omp TRITON_DEFAULT_FP_FUSION=1 \
 	POLYKERNEL_CACHE_DIR=$(RUN_DIR)/polykernel NUMBA_CACHE_DIR=$(RUN_DIR)/numba \
 	WARP_CACHE_PATH=$(RUN_DIR)/warp TRITON_CACHE_DIR=$(RUN_DIR)/triton \
-	POLYKERNEL_CONFIG_DIR=$(RUN_DIR)/config MPLBACKEND=Agg
+	POLYKERNEL_CONFIG_DIR=$(RUN_DIR)/config MPLBACKEND=Agg MPLCONFIGDIR=$(RUN_DIR)/matplotlib
 
-.PHONY: demo demo-gpu test test-gpu lint typecheck docs clean venv
+.PHONY: demo demo-gpu test test-fast test-gpu lint typecheck docs clean venv
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "no Python for JAX=$(JAX); pass PYTHON=..." >&2; exit 1; }
@@ -49,15 +51,35 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-demo: $(VENV)/.installed
+# `make demo` installs only what the demo runs (the `demo` extra: Numba, Warp for its
+# CPU device, matplotlib, scipy; no test tools, no Triton, no CUDA wheels) into the
+# same virtualenv; `make test` adds the test extras to it.
+$(VENV)/.installed-demo: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "no Python for JAX=$(JAX); pass PYTHON=..." >&2; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[demo]" $(JAX_PIN)
+	touch $@
+
+demo: $(VENV)/.installed-demo
 	mkdir -p -m 700 $(RUN_DIR)
 	$(RUN_ENV) $(PY) -m polykernel.demo --output demo-output
+
+# The suite runs in parallel, one pytest-xdist worker per core (a test file's tests
+# stay on one worker: several share a child process per file), and prints the 25
+# slowest tests. PYTEST_ARGS replaces these defaults (PYTEST_ARGS= runs serially).
+PYTEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+PYTEST_ARGS ?= -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 test: $(VENV)/.installed
 	$(PY) -c "import jax, jaxlib, numpy, numba, sys; print('== python', sys.version.split()[0], \
 	'jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy', numpy.__version__, \
 	'numba', numba.__version__)"
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Neither slow (real compilation, child processes) nor GPU tests: the quick loop.
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -m "not slow and not gpu" $(PYTEST_ARGS)
 
 # GPU runs. Where a Python with a CUDA-enabled JAX and pytest is already there (the
 # GPU machines we are lent have one, and no network), the suite runs from the source

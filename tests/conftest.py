@@ -1,7 +1,8 @@
 """Test-session environment: CPU JAX, a thread-safe Numba layer, private caches.
 
 The variables are set before JAX or Numba is imported by any test module, and every
-cache directory lives under one temporary directory this run owns.
+cache directory (matplotlib's included) lives under one temporary directory this run
+owns, removed when the run's process exits.
 
 ``make test`` runs on the CPU only (``JAX_PLATFORMS=cpu``) and skips ``gpu`` tests.
 ``make test-gpu`` sets ``POLYKERNEL_TEST_GPU=1``: JAX may then use the GPU too
@@ -12,7 +13,10 @@ runs, and a run where JAX sees no GPU fails at start instead of skipping them.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -34,6 +38,36 @@ os.environ["POLYKERNEL_CONFIG_DIR"] = os.path.join(_RUN_DIR, "polykernel-config"
 os.environ["NUMBA_CACHE_DIR"] = os.path.join(_RUN_DIR, "numba-cache")
 os.environ["WARP_CACHE_PATH"] = os.path.join(_RUN_DIR, "warp-cache")
 os.environ["TRITON_CACHE_DIR"] = os.path.join(_RUN_DIR, "triton-cache")
+os.environ["MPLCONFIGDIR"] = os.path.join(_RUN_DIR, "matplotlib")
+
+
+_OWNER = os.getpid()
+
+
+def _remove_run_dir() -> None:
+    """Remove the run directory, read-only folders (cache tests make some) too;
+    only in the process that made it (not in a forked child that exits)."""
+    if os.getpid() != _OWNER:
+        return
+
+    def unlock(func, path, _exc) -> None:
+        try:
+            os.chmod(os.path.dirname(path), stat.S_IRWXU)
+            os.chmod(path, stat.S_IRWXU)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                func(path)
+        except OSError:
+            pass
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(_RUN_DIR, onexc=unlock)
+    else:
+        shutil.rmtree(_RUN_DIR, onerror=unlock)
+
+
+atexit.register(_remove_run_dir)
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 # Tests launch tiny grids on purpose; Numba's low-occupancy hint would be an error
 # under filterwarnings=error (inside numba_cuda_callable's handler, too).

@@ -5,22 +5,26 @@ Run with ``python -m polykernel.demo [--output DIR] [--quick]``. For each primit
 same data (outputs are compared across backends; a mismatch fails the demo), prints a
 comparison table, measures ``scipy.sparse`` on the same CSR matrices side by side, and
 writes ``results.json`` and ``results.png`` into the output directory, with
-``machine.json`` beside them: what the numbers were measured on (:func:`machine_info`).
+``machine.json`` beside them: what the numbers were measured on (:func:`machine_info`)
+and the load they met.
+
+Each case is timed until every backend's spread (IQR / median) is within 10 %, or the
+case has had its time budget (3 s of timed rounds, after at least 15 runs of each
+backend, interleaved): a time still above the bound is reported noisy, in words,
+under its table. The output starts with the machine and the load it ran under; every
+line of it fits in 100 columns.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform as _platform
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._version import __version__, installed_version
 from .benchmark import (
     BenchmarkConfig,
     BenchmarkResult,
@@ -29,6 +33,24 @@ from .benchmark import (
     run_benchmark,
     time_function,
 )
+from .benchmark.machine import LoadMonitor, environment_lines, machine_info
+from .benchmark.table import TABLE_WIDTH
+
+__all__ = ["Settings", "machine_info", "main", "render", "run"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How long the demo times each case (see the module docstring)."""
+
+    n_warmup: int = 3
+    n_runs: int = 15
+    target_spread: float | None = 0.10
+    time_budget_s: float = 3.0
+
+
+#: ``--quick``: a smoke test, a fixed few runs (noisier numbers).
+QUICK = Settings(n_warmup=1, n_runs=3, target_spread=None, time_budget_s=0.0)
 
 
 def _scipy_side_by_side(
@@ -62,60 +84,16 @@ def _scipy_report(result: BenchmarkResult, scipy_rows: list[tuple[str, float]]) 
     lines = [
         "csrmv vs scipy.sparse on the same matrix (median ms; ratio < 1 is faster):"
     ]
+    width = max((len(label) for label, _ in scipy_rows), default=0)
     for label, scipy_ms in scipy_rows:
         best = result.fastest(label)
         if best is None or best.median_ms is None:
             continue
         lines.append(
-            f"  {label:<26} best={best.backend:<9} {best.median_ms:8.3f} ms   "
-            f"scipy {scipy_ms:8.3f} ms   ratio {best.median_ms / scipy_ms:5.2f}x"
+            f"  {label:<{width}}  best={best.backend:<9} {best.median_ms:8.3f} ms  "
+            f"scipy {scipy_ms:8.3f} ms  ratio {best.median_ms / scipy_ms:5.2f}x"
         )
     return "\n".join(lines)
-
-
-def _cpu_model() -> str:
-    """The CPU's model name from ``/proc/cpuinfo`` (Linux), else :mod:`platform`'s."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and value.strip():
-                    return value.strip()
-    except OSError:
-        pass
-    return _platform.processor() or _platform.machine()
-
-
-def machine_info() -> dict[str, Any]:
-    """Describe the machine a benchmark runs on, as a JSON-ready dict.
-
-    Returns:
-        ``cpu`` (model name), ``cores`` (logical CPUs), ``os``, ``python``,
-        ``versions`` (polykernel, jax, jaxlib, numpy, numba, scipy; None where not
-        installed), ``gpus`` (the names of the GPUs JAX sees; empty on a CPU run)
-        and ``date`` (UTC, ISO 8601).
-
-    Example:
-        >>> sorted(machine_info())
-        ['cores', 'cpu', 'date', 'gpus', 'os', 'python', 'versions']
-    """
-    import jax
-
-    dists = ("jax", "jaxlib", "numpy", "numba", "scipy")
-    try:
-        gpus = [d.device_kind for d in jax.devices("gpu")]
-    except RuntimeError:
-        gpus = []
-    return {
-        "cpu": _cpu_model(),
-        "cores": os.cpu_count(),
-        "os": f"{_platform.system()} {_platform.release()} ({_platform.machine()})",
-        "python": _platform.python_version(),
-        "versions": {"polykernel": __version__}
-        | {d: installed_version(d) for d in dists},
-        "gpus": gpus,
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
 
 
 def _platforms() -> list[str]:
@@ -136,13 +114,32 @@ def _plan_or_none(primitive: Any, platform: str) -> Any:
     return plan_benchmark(primitive, platform=platform)
 
 
-def run(output: Path, n_warmup: int, n_runs: int) -> int:
+def render(
+    results: Sequence[BenchmarkResult],
+    combined: BenchmarkResult,
+    scipy_report: str = "",
+    width: int = TABLE_WIDTH,
+) -> str:
+    """What the demo prints: the machine and load, one table per primitive and
+    platform, the scipy comparison; no line wider than ``width``."""
+    parts = [environment_lines(combined.environment, width)]
+    for result in results:  # each table names its platform
+        parts.append(f"== {result.primitive_name} ==")
+        # The reference backend (jax_raw) is the baseline.
+        parts.append(result.table(width=width))
+    if scipy_report:
+        parts.append(scipy_report)
+    return "\n\n".join(p for p in parts if p)
+
+
+def run(output: Path, settings: Settings = Settings()) -> int:
     """Benchmark the catalog, print the tables and write the files; return exit code."""
     from . import catalog
 
     # Every plan first: the progress counter then runs against the whole total.
     # Each platform JAX has is benchmarked (the catalog's GPU kernels run where
     # `make demo-gpu` gives JAX a GPU); a primitive without kernels there is skipped.
+    load = LoadMonitor().start()
     plans = {
         (p.name, platform): plan
         for platform in _platforms()
@@ -156,26 +153,31 @@ def run(output: Path, n_warmup: int, n_runs: int) -> int:
             results[key] = run_benchmark(
                 plan.kernel,
                 platform=key[1],
-                n_warmup=n_warmup,
-                n_runs=n_runs,
+                n_warmup=settings.n_warmup,
+                n_runs=settings.n_runs,
+                target_spread=settings.target_spread,
+                time_budget_s=settings.time_budget_s,
                 progress=progress,
                 plan=plan,
             )
-    combined = BenchmarkResult.combine(results.values())
-    for result in results.values():  # each table names its platform
-        print(f"\n== {result.primitive_name} ==")
-        print(result.table())  # the reference backend (jax_raw) is the baseline
     csrmv = (catalog.csrmv_p.name, "cpu")
-    scipy_rows = _scipy_side_by_side(plans[csrmv].configs, n_warmup, n_runs)
-    if scipy_rows:
-        print()
-        print(_scipy_report(results[csrmv], scipy_rows))
+    scipy_rows = _scipy_side_by_side(
+        plans[csrmv].configs, settings.n_warmup, settings.n_runs
+    )
+    combined = BenchmarkResult.combine(results.values())
+    environment = {"machine": machine_info(), "load": load.stop()}
+    combined.environment = environment
+    report = _scipy_report(results[csrmv], scipy_rows) if scipy_rows else ""
+    print()
+    print(render(list(results.values()), combined, report))
     output.mkdir(parents=True, exist_ok=True)
     json_path = combined.save(output / "results.json")
     png_path = combined.plot(output / "results.png", y="median_ms")
     machine_path = output / "machine.json"
-    machine_path.write_text(json.dumps(machine_info(), indent=2) + "\n")
-    print(f"\nwrote {json_path}, {png_path} and {machine_path}")
+    machine = environment["machine"] | {"load": environment["load"]}
+    machine_path.write_text(json.dumps(machine, indent=2) + "\n")
+    names = f"{json_path.name}, {png_path.name} and {machine_path.name}"
+    print(f"\nwrote {names} to\n  {output}")
     problems = combined.mismatches + combined.failures
     for problem in problems:
         print(f"PROBLEM: {problem}", file=sys.stderr)
@@ -199,8 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="fewer timed runs (a smoke test, noisier numbers)",
     )
     args = parser.parse_args(argv)
-    n_warmup, n_runs = (1, 3) if args.quick else (3, 15)
-    return run(args.output, n_warmup, n_runs)
+    return run(args.output, QUICK if args.quick else Settings())
 
 
 if __name__ == "__main__":

@@ -133,3 +133,39 @@ def test_chart_without_matplotlib_names_the_extra(result, monkeypatch):
         monkeypatch.setitem(sys.modules, mod, None)
     with pytest.raises(ImportError, match=r'pip install "polykernel\[plot\]"'):
         result.plot(x="label", hue="backend")
+
+
+def test_the_png_says_what_it_shows_and_where_it_ran():
+    # Issue 29: units, "lower is better", what the error bars are, noisy bars
+    # hatched, and the machine and load in a footnote.
+    from polykernel.benchmark.plot import bar_figure
+
+    def rec(backend, label, median, p75):
+        return BenchmarkRecord("cpu", backend, label, mean_ms=median, median_ms=median,
+                               p25_ms=median * 0.99, p75_ms=p75, n=20)  # fmt: skip
+
+    records = [rec("numba", "n=1", 1.0, 1.01), rec("warp", "n=1", 2.0, 3.0)]
+    env = {
+        "machine": {"cpu": "Test CPU 9000", "cores": 2, "gpus": [], "versions": {}},
+        "load": {"loadavg_before": [0.1] * 3, "loadavg_after": [0.2] * 3,
+                 "other_cpu_share": 0.02, "cores": 2, "seconds": 5.0},
+    }  # fmt: skip
+    fig = bar_figure(records, "demo.op", "median_ms", env)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "median time per call (ms)"
+    assert ax.get_title() == "demo.op: lower is better"
+    note = " ".join(fig.get_supxlabel().split())
+    assert "error bars: interquartile range (25th to 75th percentile)" in note
+    assert "Hatched bars are noisy: their IQR is above 10% of the median." in note
+    assert "Machine: Test CPU 9000, 2 logical CPUs, no GPU visible to JAX" in note
+    assert "other processes used 2% of the 2 CPUs" in note
+    hatches = [p.get_hatch() for p in ax.patches]
+    assert hatches == [None, "///"]  # only warp's bar (IQR 51%) is noisy
+    means = bar_figure(records, "demo.op", "mean_ms").axes[0]
+    assert means.get_ylabel() == "mean time per call (ms)"
+    assert "one standard deviation" in means.figure.get_supxlabel()
+    rate = BenchmarkRecord("cpu", "numba", "n=1", median_ms=1.0, throughput=2e9,
+                           throughput_unit="B/s")  # fmt: skip
+    fast = bar_figure([rate], "demo.op", "throughput").axes[0]
+    assert fast.get_ylabel() == "throughput (B/s)"
+    assert fast.get_title() == "demo.op: higher is better"

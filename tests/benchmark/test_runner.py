@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import warnings
 
 import jax
@@ -12,6 +13,7 @@ import pytest
 
 import polykernel as pk
 from polykernel.benchmark import BenchmarkConfig, BenchmarkResult, Progress
+from polykernel.benchmark.machine import environment_lines
 from polykernel.benchmark.runner import plan_benchmark, run_benchmark
 from polykernel.core import registry
 from polykernel.errors import (
@@ -310,3 +312,57 @@ def test_failed_runs_record_nan_like_the_reference(make_op):
     assert all(np.isnan(v) for v in (rec.mean_ms, rec.std_ms, rec.min_ms))
     assert rec.median_ms is None and result.fastest() is None
     assert f"{rec.mean_ms:.3f}" == "nan"  # reference-style formatting keeps working
+
+
+def test_adaptive_run_records_its_bound_and_why_it_stopped(make_op):
+    op = make_op()
+    ticks = itertools.count(0.0, 0.002)  # every interval 2 ms: no spread at all
+    result = run_benchmark(
+        op,
+        platform="cpu",
+        n_warmup=0,
+        n_runs=4,
+        clock=lambda: next(ticks),
+        target_spread=0.05,
+        time_budget_s=1.0,
+    )
+    for r in result:
+        assert r.n == 4 and r.stopped_by == "spread" and r.spread_bound == 0.05
+        assert not r.noisy and r.noise_note is None
+    fixed = run_benchmark(op, platform="cpu", **FAST)
+    assert {(r.stopped_by, r.spread_bound) for r in fixed} == {("runs", None)}
+    with pytest.raises(ValueError, match=r"target_spread must be a number above 0"):
+        run_benchmark(op, platform="cpu", target_spread=-0.1, **FAST)
+
+
+def test_the_result_names_the_machine_and_the_load(make_op, tmp_path):
+    result = make_op().benchmark(platform="cpu", **FAST)
+    env = result.environment
+    assert set(env) == {"machine", "load"}
+    assert env["machine"]["cores"] >= 1 and env["machine"]["gpus"] == []
+    load = env["load"]
+    assert set(load) == {
+        "loadavg_before",
+        "loadavg_after",
+        "other_running_before",
+        "other_running_after",
+        "other_cpu_share",
+        "cores",
+        "seconds",
+    }
+    assert 0.0 <= load["other_cpu_share"] <= 1.0 and len(load["loadavg_after"]) == 3
+    header = environment_lines(result.environment)
+    assert header.startswith("machine: ") and "\nload: 1-min load average " in header
+    assert all(len(line) <= 100 for line in header.splitlines())
+    # JSON keeps it (after the reference's keys); CSV has no place for it.
+    data = json.loads(result.save(tmp_path / "r.json").read_text())
+    assert list(data)[:4] == ["primitive_name", "records", "format", "version"]
+    assert data["machine"] == env["machine"] and data["load"] == env["load"]
+    assert BenchmarkResult.load(tmp_path / "r.json").environment == env
+    assert BenchmarkResult.load(result.save(tmp_path / "r.csv")).environment is None
+    # Several results: one machine, the load from the first start to the last end.
+    both = BenchmarkResult.combine([result, result])
+    assert both.environment["machine"] == env["machine"]
+    assert both.environment["load"]["seconds"] == pytest.approx(2 * load["seconds"])
+    with pytest.raises(TypeError, match=r"environment must be a dict"):
+        BenchmarkResult([], environment="x86")

@@ -94,7 +94,7 @@ def test_cli_info_and_prune(root, run_env):
     env[cache_admin.MAX_BYTES_ENV] = "1G"
     info = _cli(env, "info")
     assert info.returncode == 0, info.stderr
-    assert "native libs  1 entries (1002 B)" in info.stdout
+    assert "native libs  1 entry (1002 B)" in info.stdout
     assert "numba handlers 2 entries (4.9 KiB)" in info.stdout
     assert "size cap     1.0 GiB ($POLYKERNEL_CACHE_MAX_BYTES)" in info.stdout
     aged = _cli(env, "prune", "--max-age", "20")

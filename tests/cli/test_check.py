@@ -63,7 +63,7 @@ def test_passing_primitive_exits_zero_and_prints_its_table(capsys, module):
     assert out.startswith(f"== {prefix}.good [small]: 2 passed, 0 failed, 0 skipped")
     rows = [line.split()[:4] for line in out.splitlines()[2:4]]
     assert rows == [["jit_vs_eager", b, "cpu", "pass"] for b in ("jax_raw", "shifted")]
-    assert out.rstrip().endswith("1 primitives: 2 passed, 0 failed, 0 skipped")
+    assert out.rstrip().endswith("1 primitive: 2 passed, 0 failed, 0 skipped")
 
 
 def test_failing_backend_exits_one(capsys, module):

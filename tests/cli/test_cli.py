@@ -123,7 +123,7 @@ def test_benchmark_outputs_files_and_defaults(env, tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "clitest.good on cpu: median ms per call" in out.stdout
-    assert "1 primitives, 2 runs, 0 failed, 0 mismatched" in out.stdout
+    assert "1 primitive, 2 runs, 0 failed, 0 mismatched" in out.stdout
     assert "[1/2] clitest.good | n=16 | jax_raw" in out.stderr  # plain progress lines
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
     assert "clitest.good" in (tmp_path / "r.csv").read_text()
@@ -136,7 +136,7 @@ def test_benchmark_outputs_files_and_defaults(env, tmp_path):
     assert shown.returncode == 0 and f"clitest.good: cpu={backend}" in shown.stdout
     cleared = pk(env, "defaults", "clear", "clitest.good", "clitest.other")
     assert cleared.returncode == 1
-    assert "cleared defaults of 1 primitives" in cleared.stdout
+    assert "cleared defaults of 1 primitive" in cleared.stdout
     assert "no persisted defaults for: clitest.other" in cleared.stderr
     assert "(no persisted defaults)" in pk(env, "defaults", "show").stdout
     assert pk(env, "defaults", "clear").returncode == 0
@@ -163,7 +163,7 @@ def test_benchmark_mismatch_reported_and_strict_fails(env):
     strict = pk(env, *args, "--strict")
     assert strict.returncode == 1
     assert strict.stderr.strip() == (
-        "polykernel benchmark: error: --strict: 0 failed runs, 1 output mismatches"
+        "polykernel benchmark: error: --strict: 0 failed runs, 1 output mismatch"
     )
 
 
@@ -242,8 +242,8 @@ def test_cache_info_prune_clear(env, tmp_path):
     info = pk(env, "cache", "info")
     assert info.returncode == 0, info.stderr
     assert f"cache root   {tmp_path / 'cache'}" in info.stdout
-    assert "2.9 KiB in 1 files" in info.stdout
-    assert "native libs  1 entries" in info.stdout
+    assert "2.9 KiB in 1 file" in info.stdout
+    assert "native libs  1 entry" in info.stdout
     kept = pk(env, "cache", "prune", "--max-bytes", "100000")
     assert kept.returncode == 0 and "pruned 0 B" in kept.stdout
     cleared = pk(env, "cache", "clear")
@@ -290,3 +290,35 @@ def test_python_dash_m_polykernel_is_the_command():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == __version__
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target-spread", "-0.1"], "expected a fraction of the median >= 0 such as"),
+        (["--target-spread", "tight"], "got 'tight'"),
+        (["--time-budget", "-1"], "expected seconds >= 0, got '-1'"),
+        (["--time-budget", "inf"], "expected seconds >= 0, got 'inf'"),
+    ],
+)
+def test_spread_and_budget_options_are_checked(capsys, args, message):
+    from polykernel import cli
+
+    assert cli.main(["benchmark", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_benchmark_prints_the_machine_the_load_and_noisy_times_in_words(env):
+    # A bound no timing can meet on a one-run window: every time is noisy, and the
+    # table says so in words; the budget 0 keeps the run short.
+    out = pk(env, "benchmark", "--no-catalog", "-m", "cli_prims", "--tags", "float",
+             "--n-warmup", "0", "--n-runs", "4", "--target-spread", "0.000001",
+             "--time-budget", "0", "--no-progress")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("machine: ") and "logical CPU" in lines[0]
+    assert any(line.startswith("load: 1-min load average ") for line in lines)
+    assert "! noisy (IQR > 0% of median)" in out.stdout
+    assert "NOISY clitest.good [cpu] n=16:" in out.stdout
+    assert "(bound 0%) over 4 runs" in " ".join(out.stdout.split())
+    assert all(len(line) <= 100 for line in lines)

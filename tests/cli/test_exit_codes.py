@@ -145,10 +145,10 @@ CASES = [
         r"needs\(x\) needs arguments; pass a function that takes none"),
     # -- cache warm: what runs fails (reported, the others go on, exit 1)
     row("warm-ok", f"{W} {{uid}}_good", 0, None,
-        r"\.good\.second jax_raw n=4: ready\n.*_good: 2 primitive\(s\)"),
+        r"\.good\.second jax_raw n=4: ready\n.*_good: 2 primitives"),
     row("warm-shadowed-name", f"{W} {{dir}}/{SHADOW}", 0, None,
         r"shadow\.first jax_raw n=4: ready\n.*shadow\.second jax_raw n=4: ready\n"
-        r".*json\.py: 2 primitive\(s\)"),
+        r".*json\.py: 2 primitives"),
     row("warm-data-raises", f"{W} {{uid}}_bad_data", 1,
         r"error: .*bad_data\.first: benchmark data: ValueError: no data here",
         r"first: FAILED \(ValueError: no data here\)\n.*second jax_raw n=4: ready"),
@@ -175,12 +175,12 @@ CASES = [
         f"benchmark {BENCH} -m {F}_bad_data.py {{uid}}.bad_data.first "
         "{uid}.bad_data.second", 1,
         r"error: .*bad_data\.first: ValueError: no data here",
-        r"bad_data\.second on cpu: median.*2 primitives, 1 runs, 0 failed"),
+        r"bad_data\.second on cpu: median.*2 primitives, 1 run, 0 failed"),
     row("benchmark-data-exits",
         f"benchmark {BENCH} -m {F}_exit_data.py {{uid}}.exit_data.first "
         "{uid}.exit_data.second", 1,
         r"error: .*exit_data\.first: called sys\.exit\(3\)",
-        r"exit_data\.second on cpu: median.*2 primitives, 1 runs, 0 failed"),
+        r"exit_data\.second on cpu: median.*2 primitives, 1 run, 0 failed"),
     row("check-data-exits",
         f"check --no-catalog --checks abstract_eval -m {F}_exit_data.py "
         "{uid}.exit_data.first {uid}.exit_data.second", 1,

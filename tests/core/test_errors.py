@@ -78,6 +78,15 @@ BUILTIN_OF = {
     pk.BenchmarkDataFnNotProvidedError: (ValueError,),
     pk.MathError: (ValueError,),
     pk.UnsupportedOperationError: (TypeError,),
+    pk.TuningError: (RuntimeError,),
+    pk.BenchmarkError: (),
+    pk.BenchmarkValueError: (ValueError,),
+    pk.BenchmarkTypeError: (TypeError,),
+    pk.BenchmarkFileNotFoundError: (FileNotFoundError, OSError),
+    pk.BenchmarkWriteError: (OSError,),
+    pk.CheckError: (),
+    pk.CheckValueError: (ValueError,),
+    pk.CheckTypeError: (TypeError,),
 }
 
 

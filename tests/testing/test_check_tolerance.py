@@ -6,10 +6,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from polykernel.benchmark.tolerance import compare, compare_outputs, fd_step
 from polykernel.testing import Tolerance, tolerance_for
 from polykernel.testing.batching import MAX_PATTERNS, batch_patterns
 from polykernel.testing.report import CheckReport, CheckResult
-from polykernel.testing.tolerance import compare, compare_outputs, fd_step
 
 
 @pytest.mark.parametrize(

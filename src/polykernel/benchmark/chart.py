@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import BenchmarkValueError
 from .plot import matplotlib_figure
 from .ranking import is_known
 from .record import BenchmarkRecord
@@ -24,12 +25,12 @@ _MARKERS = ("o", "s", "^", "D", "v", "x", "P", "*")
 
 def _check(columns: list[str], x: str, y: str, hue, style, kind: str) -> None:
     if kind not in KINDS:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"BenchmarkResult.plot: kind must be one of {KINDS}, got {kind!r}."
         )
     for name, col in (("x", x), ("y", y), ("hue", hue), ("style", style)):
         if col is not None and col not in columns:
-            raise ValueError(
+            raise BenchmarkValueError(
                 f"BenchmarkResult.plot: {name}={col!r} is not a column of this "
                 f"result; columns: {columns}."
             )
@@ -39,12 +40,12 @@ def _points(rows: list[Row], x: str, y: str) -> list[Row]:
     ok = [r for r in rows if r.record.success and r.values.get(y) is not None]
     bad = [r.values[y] for r in ok if not is_known(r.values[y])]
     if bad and not all(isinstance(v, float) for v in bad):  # NaN is fine, text is not
-        raise ValueError(
+        raise BenchmarkValueError(
             f"BenchmarkResult.plot: y={y!r} must be a numeric column, got {bad[0]!r}."
         )
     ok = [r for r in ok if is_known(r.values[y])]
     if not ok:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"BenchmarkResult.plot: no successful record with a known {y} to plot."
         )
     return ok

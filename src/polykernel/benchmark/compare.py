@@ -27,6 +27,7 @@ def pick_reference(successful: list[str], requested: str | None = None) -> str |
     implementation such as ``jax_raw``: the natural oracle), then the first one.
 
     Example:
+        >>> from polykernel.benchmark.compare import pick_reference
         >>> pick_reference(["numba", "jax_raw"])
         'jax_raw'
     """
@@ -57,8 +58,11 @@ def compare_outputs(out: Any, ref: Any, *, rtol: float, atol: float) -> Comparis
     never match.
 
     Example:
-        >>> compare_outputs([np.ones(3)], [np.ones(3) + 1e-6], rtol=1e-3, atol=1e-3)
-        Comparison(matches=True, max_abs_diff=1.000000000139778e-06, detail='')
+        >>> import numpy as np
+        >>> from polykernel.benchmark.compare import compare_outputs
+        >>> c = compare_outputs([np.ones(3)], [np.ones(3) + 1e-6], rtol=1e-3, atol=1e-3)
+        >>> c.matches, f"{c.max_abs_diff:.0e}"
+        (True, '1e-06')
     """
     import jax
 

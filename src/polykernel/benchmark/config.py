@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..errors import BenchmarkTypeError
+
 __all__ = ["BenchmarkConfig"]
 
 
@@ -26,6 +28,7 @@ class BenchmarkConfig:
 
     Example:
         >>> import numpy as np
+        >>> from polykernel import BenchmarkConfig
         >>> cfg = BenchmarkConfig("n=4", (np.ones(4, np.float32),), work=(16, "B"))
         >>> cfg.label
         'n=4'
@@ -39,14 +42,14 @@ class BenchmarkConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise TypeError(
+            raise BenchmarkTypeError(
                 f"BenchmarkConfig: name must be a non-empty string, got {self.name!r}."
             )
         if not isinstance(self.args, tuple):
             self.args = tuple(self.args)
         for attr in ("kernel_kwargs", "data_kwargs"):
             if not isinstance(getattr(self, attr), dict):
-                raise TypeError(
+                raise BenchmarkTypeError(
                     f"BenchmarkConfig {self.name!r}: {attr} must be a dict, got "
                     f"{type(getattr(self, attr)).__name__}."
                 )
@@ -59,7 +62,7 @@ class BenchmarkConfig:
                 and isinstance(self.work[1], str)
             )
             if not ok:
-                raise TypeError(
+                raise BenchmarkTypeError(
                     f"BenchmarkConfig {self.name!r}: work must be (amount > 0, unit), "
                     f"e.g. (4e6, 'B') or (2e9, 'FLOP'); got {self.work!r}."
                 )
@@ -78,6 +81,7 @@ class BenchmarkConfig:
 
         Example:
             >>> import numpy as np
+            >>> from polykernel import BenchmarkConfig
             >>> BenchmarkConfig("x", (np.zeros(2),)).put_args().args[0].shape
             (2,)
         """

@@ -14,6 +14,8 @@ import operator
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from ..errors import BenchmarkValueError
+
 __all__ = ["RowFilter", "compile_filter"]
 
 # Long and deep enough for any hand-written filter, small enough that parsing and
@@ -68,13 +70,13 @@ def _check(
     node: ast.AST, text: str, columns: Collection[str], where: str, depth: int = 0
 ) -> None:
     if depth > MAX_DEPTH:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"{where}: the expression {text!r} nests more than {MAX_DEPTH} levels "
             "deep; simplify it or pass a callable row -> bool."
         )
     if isinstance(node, ast.Name):
         if node.id not in columns:
-            raise ValueError(
+            raise BenchmarkValueError(
                 f"{where}: the expression {text!r} names {node.id!r}, which is not a "
                 f"column of this result; columns: {sorted(columns)}."
             )
@@ -138,19 +140,20 @@ def compile_filter(
             column, or uses anything outside the whitelist (calls, attributes, ...).
 
     Example:
+        >>> from polykernel.benchmark.expr import compile_filter
         >>> keep = compile_filter("backend == 'numba'", ["backend"])
         >>> keep({"backend": "numba"}), keep({"backend": "warp"})
         (True, False)
     """
     if len(text) > MAX_LENGTH:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"{where}: the expression is {len(text)} characters long; the limit is "
             f"{MAX_LENGTH}. Pass a callable row -> bool for complex selections."
         )
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as err:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"{where}: {text!r} is not a valid expression ({err.msg}); write e.g. "
             "\"backend == 'numba'\"."
         ) from err

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import BenchmarkValueError
 from .expr import compile_filter
 from .options import PrintOptions
 from .ranking import rank_field
@@ -59,7 +60,7 @@ def _speedups(rows, column, is_base, group_of, anchor_single=False) -> None:
 def _check_baseline(rows: list[Row], leaf: str, name: str, where: str) -> None:
     values = list(dict.fromkeys(str(r.values.get(leaf)) for r in rows))
     if name not in values:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"{where}: speedup_vs={name!r} is not a value of the "
             f"{leaf!r} column (values: {values})."
         )
@@ -158,7 +159,7 @@ def _compare(rows: list[Row], columns: list[str], opts: PrintOptions) -> None:
     assert keep is not None  # only called with compare_by
     chosen = {id(r) for r in rows if keep(dict(r.values))}
     if not chosen:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"{opts.where}: compare_by={compare_by!r} selects no row of this "
             "result, so there is no baseline; check the column values (print the "
             "result without compare_by first)."
@@ -181,6 +182,7 @@ def format_rows(records: Sequence[Any], name: str, opts: PrintOptions) -> str:
 
     Example:
         >>> from polykernel.benchmark import BenchmarkRecord
+        >>> from polykernel.benchmark.layouts import format_rows, PrintOptions
         >>> recs = [BenchmarkRecord("cpu", "a", "x", mean_ms=2.0),
         ...         BenchmarkRecord("cpu", "b", "x", mean_ms=1.0)]
         >>> print(format_rows(recs, "op", PrintOptions(sort_by=["mean_ms"])))

@@ -12,6 +12,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import BenchmarkTypeError, BenchmarkValueError
+
 __all__ = ["PRINT_KEYWORDS", "PrintOptions"]
 
 PRINT_KEYWORDS = (
@@ -36,7 +38,7 @@ def _as_list(where: str, name: str, value: Any) -> list[str] | None:
     items = [value] if isinstance(value, str) else value
     ok = isinstance(items, list | tuple) and all(isinstance(v, str) for v in items)
     if not ok or not items:
-        raise TypeError(
+        raise BenchmarkTypeError(
             f"{where}: {name} must be a column name or a non-empty list of column "
             f"names, got {value!r}."
         )
@@ -51,7 +53,7 @@ def reject_unknown(where: str, unknown: Mapping[str, Any]) -> None:
     for name in unknown:
         close = difflib.get_close_matches(name, PRINT_KEYWORDS, n=1)
         hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    raise TypeError(
+    raise BenchmarkTypeError(
         f"{where} got unexpected keyword argument(s) {', '.join(hints)}; it takes "
         f"{', '.join(PRINT_KEYWORDS)}."
     )
@@ -95,18 +97,18 @@ class PrintOptions:
             setattr(self, name, _as_list(self.where, name, getattr(self, name)))
         cb = self.compare_by
         if cb is not None and not (isinstance(cb, str) or callable(cb)):
-            raise TypeError(
+            raise BenchmarkTypeError(
                 f"{self.where}: compare_by must be an expression string such as "
                 f"\"backend == 'numba'\" or a callable row -> bool, got {cb!r}."
             )
         for name in ("speedup_vs", "baseline"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
-                raise TypeError(
+                raise BenchmarkTypeError(
                     f"{self.where}: {name} must be a backend name (str), got {value!r}."
                 )
         if self.baseline is not None and self.wants_rows:
-            raise TypeError(
+            raise BenchmarkTypeError(
                 f"{self.where}: baseline= belongs to the default comparison table; "
                 "with sort_by/group_by/compare_by/order_by/vary_by use "
                 "speedup_vs='<backend>' or compare_by= for the speed-up column."
@@ -124,7 +126,7 @@ class PrintOptions:
         for name in _COLUMN_LISTS:
             for col in getattr(self, name) or ():
                 if col not in columns and col not in extra:
-                    raise ValueError(
+                    raise BenchmarkValueError(
                         f"{self.where}: {name} names {col!r}, which is not a column "
                         f"of this result; columns: {list(columns)}."
                     )

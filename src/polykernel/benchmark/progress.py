@@ -13,6 +13,9 @@ from typing import TextIO
 __all__ = ["Progress"]
 
 _BAR_WIDTH = 24
+# A terminal of 100 columns shows the whole line without wrapping (a wrapped line
+# would break the redraw with \r).
+_LINE_WIDTH = 99
 
 
 class Progress:
@@ -25,6 +28,7 @@ class Progress:
 
     Example:
         >>> import io
+        >>> from polykernel.benchmark.progress import Progress
         >>> out = io.StringIO()
         >>> p = Progress(out)
         >>> p.add_total(2)
@@ -57,7 +61,7 @@ class Progress:
             filled = _BAR_WIDTH * self.done // max(self.total, 1)
             bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
             line = f"[{bar}] {self.done}/{self.total} {where}"
-            self.stream.write("\r" + line[:120].ljust(120))
+            self.stream.write("\r" + line[:_LINE_WIDTH].ljust(_LINE_WIDTH))
             self._drawn = True
         self.stream.flush()
 

@@ -41,6 +41,7 @@ def is_known(value: Any) -> TypeGuard[float]:
     """Whether ``value`` is a real number (not ``None``, not NaN, not a bool).
 
     Example:
+        >>> from polykernel.benchmark.ranking import is_known
         >>> is_known(1.5), is_known(None), is_known(float("nan"))
         (True, False, False)
     """
@@ -53,6 +54,8 @@ def rank_field(records: Iterable[BenchmarkRecord]) -> str:
     """``'median_ms'`` if every successful record has a median, else ``'mean_ms'``.
 
     Example:
+        >>> from polykernel.benchmark.ranking import rank_field
+        >>> from polykernel import BenchmarkRecord
         >>> rank_field([BenchmarkRecord("cpu", "a", "x", mean_ms=1.0)])
         'mean_ms'
     """
@@ -93,6 +96,8 @@ def fastest(
     Ties go to the record that comes first.
 
     Example:
+        >>> from polykernel import BenchmarkRecord
+        >>> from polykernel.benchmark.ranking import fastest
         >>> recs = [BenchmarkRecord("cpu", "a", "x", mean_ms=2.0),
         ...         BenchmarkRecord("cpu", "b", "x", mean_ms=1.0)]
         >>> fastest(recs).backend

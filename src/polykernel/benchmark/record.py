@@ -8,11 +8,28 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["NOISE_THRESHOLD", "BenchmarkRecord", "TimingStats", "compute_stats"]
+from ..errors import BenchmarkValueError
+
+__all__ = [
+    "NOISE_THRESHOLD",
+    "STOP_REASONS",
+    "BenchmarkRecord",
+    "TimingStats",
+    "compute_stats",
+    "relative_iqr",
+]
 
 # torch.utils.benchmark's convention: a spread (IQR) above 10 % of the median means the
-# measurement is not trustworthy at face value.
+# measurement is not trustworthy at face value. A record measured with a spread bound
+# (``run_benchmark(target_spread=...)``) is judged against its own bound instead.
 NOISE_THRESHOLD = 0.10
+# Why the timing of a case stopped (``BenchmarkRecord.stopped_by``), in words.
+STOP_REASONS = {
+    "runs": "the fixed number of runs",
+    "spread": "its spread fell within the bound",
+    "budget": "the case's time budget ran out",
+    "max_runs": "the cap on runs was reached",
+}
 
 
 @dataclass(frozen=True)
@@ -32,6 +49,11 @@ class TimingStats:
     def iqr_ms(self) -> float:
         return self.p75_ms - self.p25_ms
 
+    @property
+    def relative_iqr(self) -> float | None:
+        """IQR divided by the median (the spread); ``None`` for a zero median."""
+        return self.iqr_ms / self.median_ms if self.median_ms else None
+
 
 def compute_stats(times_s: Sequence[float]) -> TimingStats:
     """Summarise per-call times given in seconds.
@@ -43,11 +65,14 @@ def compute_stats(times_s: Sequence[float]) -> TimingStats:
         ValueError: ``times_s`` is empty.
 
     Example:
+        >>> from polykernel.benchmark.record import compute_stats
         >>> compute_stats([0.001, 0.002, 0.003]).median_ms
         2.0
     """
     if len(times_s) == 0:
-        raise ValueError("compute_stats: no times to summarise (n_runs must be >= 1).")
+        raise BenchmarkValueError(
+            "compute_stats: no times to summarise (n_runs must be >= 1)."
+        )
     ms = sorted(float(t) * 1e3 for t in times_s)
 
     def pct(q: float) -> float:
@@ -68,6 +93,48 @@ def compute_stats(times_s: Sequence[float]) -> TimingStats:
     )
 
 
+def runs_note(n: int, n_sampled: int, stopped_by: str | None) -> str:
+    """How many runs the statistics are from, and why timing stopped, in words.
+
+    Example:
+        >>> from polykernel.benchmark.record import runs_note
+        >>> runs_note(15, 400, "budget")
+        " over the steadiest 15 of 400 runs; the case's time budget ran out"
+    """
+    text = ""
+    if n and n_sampled > n:
+        text = f" over the steadiest {n} of {n_sampled} runs"
+    elif n:
+        text = f" over {n} run{'s' if n != 1 else ''}"
+    if stopped_by in STOP_REASONS and stopped_by != "runs":
+        text += f"; {STOP_REASONS[stopped_by]}"
+    return text
+
+
+def relative_iqr(times_s: Sequence[float]) -> float | None:
+    """The spread of per-call times: interquartile range / median (``None`` if the
+    median is 0 or there are no times). The statistic the adaptive runner bounds and
+    ``BenchmarkRecord.noisy`` judges.
+
+    Example:
+        >>> from polykernel.benchmark.record import relative_iqr
+        >>> round(relative_iqr([0.9, 1.0, 1.0, 1.1, 1.2]), 3)
+        0.1
+    """
+    if len(times_s) == 0:
+        return None
+    ms = sorted(times_s)  # the same interpolation as compute_stats, nothing else
+
+    def pct(q: float) -> float:
+        pos = q * (len(ms) - 1)
+        lo = math.floor(pos)
+        hi = min(lo + 1, len(ms) - 1)
+        return ms[lo] + (ms[hi] - ms[lo]) * (pos - lo)
+
+    median = pct(0.5)
+    return (pct(0.75) - pct(0.25)) / median if median else None
+
+
 @dataclass
 class BenchmarkRecord:
     """One benchmark row: a config (``label``) run on one backend.
@@ -86,8 +153,18 @@ class BenchmarkRecord:
         matches_reference: ``True``/``False`` after comparing outputs with the
             ``reference_backend``; ``None`` if not compared.
         max_abs_diff: Largest absolute output difference to the reference.
+        spread_bound: The bound on the spread (IQR / median) the run aimed for
+            (``run_benchmark(target_spread=...)``); ``None``: a fixed number of
+            runs, judged against ``NOISE_THRESHOLD`` (10 %).
+        stopped_by: Why timing stopped, a key of ``STOP_REASONS``: ``"runs"``
+            (the fixed count), ``"spread"`` (within the bound), ``"budget"`` (the
+            case's time budget ran out) or ``"max_runs"``; ``None`` if unknown.
+        n_sampled: Timed runs in all; the statistics are those of ``n``
+            consecutive ones (the last window, or the steadiest half when the
+            bound was not reached); ``0`` if unknown.
 
     Example:
+        >>> from polykernel import BenchmarkRecord
         >>> r = BenchmarkRecord("cpu", "numba", "n=10", median_ms=1.0, p25_ms=0.9,
         ...                     p75_ms=1.2)
         >>> round(r.relative_iqr, 3), r.noisy
@@ -117,6 +194,9 @@ class BenchmarkRecord:
     reference_backend: str | None = None
     matches_reference: bool | None = None
     max_abs_diff: float | None = None
+    spread_bound: float | None = None
+    stopped_by: str | None = None
+    n_sampled: int = 0
 
     @classmethod
     def from_stats(cls, stats: TimingStats, **kw: Any) -> BenchmarkRecord:
@@ -149,14 +229,39 @@ class BenchmarkRecord:
         return iqr / self.median_ms
 
     @property
+    def noise_bound(self) -> float:
+        """The spread above which this record is noisy: its ``spread_bound``, else
+        ``NOISE_THRESHOLD`` (10 %)."""
+        bound = self.spread_bound
+        if isinstance(bound, int | float) and not isinstance(bound, bool) and bound > 0:
+            return float(bound)
+        return NOISE_THRESHOLD
+
+    @property
     def noisy(self) -> bool:
-        """Whether the IQR exceeds 10 % of the median (do not trust small gaps)."""
+        """Whether the IQR exceeds the noise bound (10 % of the median unless the run
+        set another): do not trust small gaps between such times."""
         rel = self.relative_iqr
-        return rel is not None and rel > NOISE_THRESHOLD
+        return rel is not None and rel > self.noise_bound
+
+    @property
+    def noise_note(self) -> str | None:
+        """Why the record is noisy, in words, e.g. ``"IQR 23% of the median (bound
+        5%) over the steadiest 15 of 400 runs; the case's time budget ran out"``;
+        ``None`` if it is not noisy."""
+        if not self.noisy:
+            return None
+        rel = self.relative_iqr or 0.0
+        text = f"IQR {rel:.0%} of the median (bound {self.noise_bound:.0%})"
+        return text + runs_note(self.n, self.n_sampled, self.stopped_by)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the record as a plain dict (every dataclass field)."""
-        return asdict(self)
+        """Return the record as a plain dict: every dataclass field, then the derived
+        ``relative_iqr`` and ``noisy`` (ignored when a file is read back)."""
+        data = asdict(self)
+        data["relative_iqr"] = self.relative_iqr
+        data["noisy"] = self.noisy
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BenchmarkRecord:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, fields
 from typing import Any
 
+from ..errors import BenchmarkValueError
 from .record import BenchmarkRecord
 
 __all__ = ["CSV_COLUMNS", "record_from_csv_row", "record_from_json", "record_to_csv"]
@@ -44,8 +45,8 @@ KINDS = {f.name: _KIND_OF_ANNOTATION[str(f.type)] for f in fields(BenchmarkRecor
 CSV_COLUMNS = list(KINDS)
 
 
-def _bad(where: str, name: str, kind: str, value: Any) -> ValueError:
-    return ValueError(
+def _bad(where: str, name: str, kind: str, value: Any) -> BenchmarkValueError:
+    return BenchmarkValueError(
         f"{where}, field {name!r}: expected {_DESCRIPTION[kind]}, got {value!r} "
         f"({type(value).__name__}). The file is damaged or was not written by "
         "BenchmarkResult.save; fix that field or re-run the benchmark."
@@ -73,7 +74,7 @@ def _check(where: str, name: str, kind: str, value: Any) -> Any:
 def _build(values: dict[str, Any], where: str) -> BenchmarkRecord:
     missing = [name for name in REQUIRED if name not in values]
     if missing:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"{where}: missing field(s) {missing}; every record needs {list(REQUIRED)}."
         )
     return BenchmarkRecord(**values)
@@ -82,7 +83,7 @@ def _build(values: dict[str, Any], where: str) -> BenchmarkRecord:
 def record_from_json(data: Any, where: str) -> BenchmarkRecord:
     """Check one JSON record object and build the record."""
     if not isinstance(data, Mapping):
-        raise ValueError(
+        raise BenchmarkValueError(
             f"{where}: expected an object with the record's fields, got {data!r} "
             f"({type(data).__name__})."
         )
@@ -122,7 +123,7 @@ def record_from_csv_row(row: Mapping[str | None, Any], where: str) -> BenchmarkR
     values: dict[str, Any] = {}
     extra = row.get(None)
     if extra:  # a long row: csv.DictReader files the cells past the header under None
-        raise ValueError(
+        raise BenchmarkValueError(
             f"{where}: the row has {len(extra)} more cell(s) than the header "
             f"({list(extra)[:3]}); a cell holding a comma must be quoted. Fix the "
             f"row or write the file again with BenchmarkResult.save."
@@ -132,7 +133,7 @@ def record_from_csv_row(row: Mapping[str | None, Any], where: str) -> BenchmarkR
         if name not in KINDS or (failed and name == "mean_ms"):
             continue
         if text is None:  # a short row: csv fills missing cells with None
-            raise ValueError(
+            raise BenchmarkValueError(
                 f"{where}: the row has fewer cells than the header. Fix the row or "
                 f"write the file again with BenchmarkResult.save."
             )

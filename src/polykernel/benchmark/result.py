@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..errors import BenchmarkTypeError, BenchmarkValueError, BenchmarkWriteError
 from .chart import plot_chart
 from .io import (
     load_pickle,
@@ -21,11 +22,12 @@ from .io import (
     save_records,
 )
 from .layouts import format_rows
+from .machine import checked_environment, merge_environments
 from .options import PrintOptions, reject_unknown
 from .plot import plot_png
 from .ranking import Mismatch, best_backends, fastest, fastest_per_config, mismatches
 from .record import BenchmarkRecord
-from .table import format_table
+from .table import TABLE_WIDTH, format_table
 
 __all__ = ["BenchmarkResult", "Mismatch"]
 
@@ -34,7 +36,7 @@ def _checked(records: Iterable[Any], where: str) -> list[BenchmarkRecord]:
     out = list(records)
     for i, rec in enumerate(out):
         if not isinstance(rec, BenchmarkRecord):
-            raise TypeError(
+            raise BenchmarkTypeError(
                 f"{where}: record {i} is a {type(rec).__name__} ({rec!r}); every "
                 "record must be a BenchmarkRecord."
             )
@@ -48,6 +50,7 @@ class BenchmarkResult:
     :meth:`print` with the reference's keywords shows its row tables.
 
     Example:
+        >>> from polykernel import BenchmarkResult, BenchmarkRecord
         >>> r = BenchmarkResult([
         ...     BenchmarkRecord("cpu", "a", "n=1", 2.0, 0.1, 1.9, None, True, None,
         ...                     {}, {}),
@@ -58,13 +61,27 @@ class BenchmarkResult:
     """
 
     def __init__(
-        self, records: Iterable[BenchmarkRecord], primitive_name: str = ""
+        self,
+        records: Iterable[BenchmarkRecord],
+        primitive_name: str = "",
+        environment: dict[str, Any] | None = None,
     ) -> None:
         self._records = _checked(records, "BenchmarkResult")
         self.primitive_name = primitive_name
+        self.environment = environment
         for rec in self._records:
             if not rec.primitive:
                 rec.primitive = primitive_name
+
+    @property
+    def environment(self) -> dict[str, Any] | None:
+        """What the run measured on, ``{"machine": ..., "load": ...}``
+        (:mod:`~polykernel.benchmark.machine`); None when not recorded."""
+        return self.__dict__.get("_environment")  # absent in older pickles
+
+    @environment.setter
+    def environment(self, value: dict[str, Any] | None) -> None:
+        self._environment = checked_environment(value)
 
     @property
     def records(self) -> list[BenchmarkRecord]:
@@ -75,20 +92,21 @@ class BenchmarkResult:
     def combine(cls, results: Iterable[BenchmarkResult]) -> BenchmarkResult:
         """Merge several results (e.g. of many primitives) into one."""
         if isinstance(results, BenchmarkResult) or not isinstance(results, Iterable):
-            raise TypeError(
+            raise BenchmarkTypeError(
                 "BenchmarkResult.combine: results must be an iterable of "
                 f"BenchmarkResult (got {type(results).__name__})."
             )
         results = list(results)
         for i, r in enumerate(results):
             if not isinstance(r, BenchmarkResult):
-                raise TypeError(
+                raise BenchmarkTypeError(
                     f"BenchmarkResult.combine: results[{i}] is a "
                     f"{type(r).__name__}, not a BenchmarkResult."
                 )
         names = {r.primitive_name for r in results}
         name = names.pop() if len(names) == 1 else ""
-        return cls([rec for r in results for rec in r._records], primitive_name=name)
+        env = merge_environments(r.environment for r in results)
+        return cls([rec for r in results for rec in r._records], name, env)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -115,7 +133,8 @@ class BenchmarkResult:
 
     @property
     def noisy(self) -> list[BenchmarkRecord]:
-        """Successful records whose IQR exceeds 10 % of the median."""
+        """Successful records whose spread (IQR / median) exceeds their noise bound
+        (10 % unless the run set another)."""
         return [r for r in self._records if r.success and r.noisy]
 
     def fastest(self, label: str | None = None) -> BenchmarkRecord | None:
@@ -146,6 +165,7 @@ class BenchmarkResult:
         vary_by: str | list[str] | None = None,
         *,
         baseline: str | None = None,
+        width: int | None = TABLE_WIDTH,
         **unknown: Any,
     ) -> str:
         """The text :meth:`print` prints (same keywords)."""
@@ -161,13 +181,17 @@ class BenchmarkResult:
             vary_by,
             baseline,
         )
-        return self._text(opts)
+        return self._text(opts, width)
 
-    def _text(self, opts: PrintOptions) -> str:
+    def _text(self, opts: PrintOptions, width: int | None = TABLE_WIDTH) -> str:
         if opts.wants_rows:
             return format_rows(self._records, self.primitive_name, opts)
         return format_table(
-            self._records, self.primitive_name, opts.baseline, bool(opts.highlight_best)
+            self._records,
+            self.primitive_name,
+            opts.baseline,
+            bool(opts.highlight_best),
+            width=width,
         )
 
     def print(
@@ -181,11 +205,13 @@ class BenchmarkResult:
         vary_by: str | list[str] | None = None,
         *,
         baseline: str | None = None,
+        width: int | None = TABLE_WIDTH,
         **unknown: Any,
     ) -> None:
         """Print a table of the records.
 
-        Without keywords: the configs x backends table (speed-up vs ``baseline``).
+        Without keywords: the configs x backends table (speed-up vs ``baseline``),
+        split to fit in ``width`` columns (100; ``None``: no limit).
         With any of the reference's keywords, its one-row-per-record table:
 
         - ``sort_by``: column(s) to sort by, ascending (unknown values last).
@@ -212,8 +238,21 @@ class BenchmarkResult:
                 a baseline that selects nothing.
 
         Example:
+            >>> from polykernel import BenchmarkRecord, BenchmarkResult
+            >>> result = BenchmarkResult([
+            ...     BenchmarkRecord("cpu", "a", "n=1", 2.0, 0.1, 1.9, None, True, None,
+            ...                     {}, {}),
+            ...     BenchmarkRecord("cpu", "numba", "n=1", 1.0, 0.1, 0.9, None, True,
+            ...                     None, {}, {})])
             >>> result.print(group_by="label", compare_by="backend == 'numba'")
-            ... # doctest: +SKIP
+            BenchmarkResult
+            platform | backend | label | mean_ms | std_ms | min_ms | speedup | best
+            ---------+---------+-------+---------+--------+--------+---------+-----
+            cpu      | a       | n=1   | 2       | 0.1    | 1.9    | 0.50x   |
+            cpu      | numba   | n=1   | 1       | 0.1    | 0.9    | 1.00x   | *
+            <BLANKLINE>
+            * fastest in its group (by mean_ms)
+            speed-up = baseline mean_ms / row mean_ms (> 1: faster)
         """
         reject_unknown("BenchmarkResult.print", unknown)
         opts = PrintOptions.given(
@@ -227,12 +266,13 @@ class BenchmarkResult:
             vary_by,
             baseline,
         )
-        print(self._text(opts))
+        print(self._text(opts, width))
 
     # -- files -----------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: ``primitive_name``, ``records`` (dicts), format tag."""
-        return records_to_dict(self._records, self.primitive_name)
+        """JSON-ready dict: ``primitive_name``, ``records`` (dicts), format tag,
+        then ``machine`` and ``load`` when the run recorded them."""
+        return records_to_dict(self._records, self.primitive_name, self.environment)
 
     def save(self, path: str | Path, format: str | None = None) -> Path:
         """Write the result to ``path`` as ``'json'``, ``'csv'`` or ``'pkl'``.
@@ -246,7 +286,7 @@ class BenchmarkResult:
             OSError: ``path`` cannot be written (the message names it).
         """
         if not isinstance(path, str | os.PathLike):
-            raise TypeError(
+            raise BenchmarkTypeError(
                 "BenchmarkResult.save: path must be a str or os.PathLike (got "
                 f"{type(path).__name__}: {path!r})."
             )
@@ -256,9 +296,11 @@ class BenchmarkResult:
             if fmt == "pkl":
                 save_pickle(self, path)
             else:
-                save_records(self._records, self.primitive_name, path, fmt)
+                save_records(
+                    self._records, self.primitive_name, path, fmt, self.environment
+                )
         except OSError as err:
-            raise OSError(
+            raise BenchmarkWriteError(
                 err.errno,
                 f"BenchmarkResult.save: cannot write '{path}' "
                 f"({err.strerror or err}); choose a writable path",
@@ -279,25 +321,25 @@ class BenchmarkResult:
         """
         where = "BenchmarkResult.load"
         if not isinstance(path, str | os.PathLike):
-            raise TypeError(
+            raise BenchmarkTypeError(
                 f"{where}: path must be a str or os.PathLike (got "
                 f"{type(path).__name__}: {path!r})."
             )
         path = Path(path)
         fmt = resolve_format(path, format, where)
         if fmt != "pkl":
-            records, name = load_records(path, fmt, where)
-            return cls(records, primitive_name=name)
+            records, name, environment = load_records(path, fmt, where)
+            return cls(records, primitive_name=name, environment=environment)
         obj = load_pickle(path, where)
         if not isinstance(obj, cls):
-            raise ValueError(
+            raise BenchmarkValueError(
                 f"{where}: '{path}' holds a {type(obj).__name__}, not a "
                 "BenchmarkResult."
             )
         try:
             _checked(obj.__dict__.get("_records", ()), f"{where}: '{path}'")
         except TypeError as err:  # a damaged file is a bad value, not a bad call
-            raise ValueError(str(err)) from err
+            raise BenchmarkValueError(str(err)) from err
         return obj
 
     def plot(
@@ -326,23 +368,17 @@ class BenchmarkResult:
         """
         if isinstance(ax, str | os.PathLike):
             if path is not None:
-                raise TypeError("BenchmarkResult.plot: give the file path once.")
+                raise BenchmarkTypeError(
+                    "BenchmarkResult.plot: give the file path once."
+                )
             ax, path = None, ax
         chart = (ax, x, hue, style, show) != (None,) * 4 + (False,)
         if path is not None and not (chart or kind != "line" or kwargs):
-            return plot_png(self._records, self.primitive_name, Path(path), y)
-        fig = plot_chart(
-            self._records,
-            self.primitive_name,
-            ax,
-            x,
-            y,
-            hue,
-            style,
-            kind,
-            show,
-            **kwargs,
-        )
+            return plot_png(
+                self._records, self.primitive_name, Path(path), y, self.environment
+            )
+        recs, name = self._records, self.primitive_name
+        fig = plot_chart(recs, name, ax, x, y, hue, style, kind, show, **kwargs)
         if path is None:
             return fig
         Path(path).parent.mkdir(parents=True, exist_ok=True)

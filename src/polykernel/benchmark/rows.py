@@ -66,6 +66,7 @@ def format_si(value: float, unit: str) -> str:
     """Format ``value`` with an SI prefix and 4 significant figures.
 
     Example:
+        >>> from polykernel.benchmark.rows import format_si
         >>> format_si(12_345_678, "B/s")
         '12.35 MB/s'
     """
@@ -93,6 +94,8 @@ def build_rows(records: Sequence[BenchmarkRecord]) -> tuple[list[str], list[Row]
     """Flatten ``records`` into ``(columns, rows)``; values stay raw (unformatted).
 
     Example:
+        >>> from polykernel.benchmark.rows import build_rows
+        >>> from polykernel import BenchmarkRecord
         >>> cols, rows = build_rows([BenchmarkRecord("cpu", "a", "x", mean_ms=1.0)])
         >>> cols
         ['platform', 'backend', 'label', 'mean_ms', 'std_ms', 'min_ms']

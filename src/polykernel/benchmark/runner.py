@@ -2,8 +2,12 @@
 
 ``XLACustomKernel.benchmark(...)`` forwards here. For each config the call function
 is jitted once per backend; the first call is timed apart as compile time, then the
-timing loop of :mod:`.timing` runs. Outputs are compared across backends and every
-disagreement is recorded on the records (and in ``BenchmarkResult.mismatches``).
+warm-up calls run, then the backends are timed together, interleaved round by round
+(:mod:`.sampling`): a fixed ``n_runs`` intervals each, or — with ``target_spread`` —
+until every backend's spread (IQR / median) is within the bound or the case's time
+budget is spent. Outputs are compared across backends and every disagreement is
+recorded on the records (and in ``BenchmarkResult.mismatches``). The result carries
+the machine and the load the run met (:mod:`.machine`).
 """
 
 from __future__ import annotations
@@ -16,13 +20,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BenchmarkDataFnNotProvidedError, BenchmarkMismatchWarning
+from ..errors import (
+    BenchmarkDataFnNotProvidedError,
+    BenchmarkMismatchWarning,
+    BenchmarkTypeError,
+    BenchmarkValueError,
+)
 from ..platforms import PLATFORMS
 from .compare import compare_outputs, pick_reference
 from .config import BenchmarkConfig
+from .machine import LoadMonitor, machine_info
 from .record import BenchmarkRecord, compute_stats
 from .result import BenchmarkResult
-from .timing import check_counts, time_function
+from .sampling import Sampled, StopRule, check_rule, sample_interleaved
+from .timing import check_counts
 
 __all__ = ["BenchmarkPlan", "plan_benchmark", "run_benchmark"]
 
@@ -32,7 +43,7 @@ def _select_backends(kernel: Any, platform: str, backends: Any) -> list[str]:
     if not available:
         registered = {p: list(kernel.available_backends(p)) for p in PLATFORMS}
         registered = {p: b for p, b in registered.items() if b}
-        raise ValueError(
+        raise BenchmarkValueError(
             f"XLACustomKernel '{name}'.benchmark: no backend is registered for "
             f"platform '{platform}' (registered: {registered or 'none'}). Register "
             f"a kernel for '{platform}' or benchmark another platform."
@@ -42,7 +53,7 @@ def _select_backends(kernel: Any, platform: str, backends: Any) -> list[str]:
     wanted = [backends] if isinstance(backends, str) else list(backends)
     unknown = [b for b in wanted if b not in available]
     if unknown or not wanted:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"XLACustomKernel '{name}'.benchmark: backends={wanted!r} not all "
             f"registered for platform '{platform}' (registered: {available})."
         )
@@ -55,7 +66,7 @@ def _configs(kernel: Any, platform: str) -> list[BenchmarkConfig]:
     try:
         configs = list(returned)
     except TypeError:
-        raise TypeError(
+        raise BenchmarkTypeError(
             f"XLACustomKernel '{name}'.benchmark: the benchmark data function must "
             f"return a non-empty list of BenchmarkConfig, got "
             f"{type(returned).__name__}: {returned!r}."
@@ -63,7 +74,7 @@ def _configs(kernel: Any, platform: str) -> list[BenchmarkConfig]:
     bad = [type(c).__name__ for c in configs if not isinstance(c, BenchmarkConfig)]
     if bad or not configs:
         got = f"items of type {sorted(set(bad))}" if bad else "an empty list"
-        raise TypeError(
+        raise BenchmarkTypeError(
             f"XLACustomKernel '{name}'.benchmark: the benchmark data function must "
             f"return a non-empty list of BenchmarkConfig, got {got}."
         )
@@ -77,34 +88,62 @@ def _device(platform: str) -> Any:
         return jax.devices(platform)[0]
     except RuntimeError as err:
         have = sorted({d.platform for d in jax.devices()})
-        raise ValueError(
+        raise BenchmarkValueError(
             f"benchmark: platform '{platform}' is not available to JAX in this "
             f"process (available: {have}). Run on a machine with that platform or "
             f"choose one of {have}."
         ) from err
 
 
-def _run_one(kernel, cfg, backend, args, common) -> tuple[BenchmarkRecord, Any]:
+def _block(x: Any) -> Any:
     import jax
 
-    kw = cfg.kernel_kwargs
+    return jax.block_until_ready(x)
+
+
+# An adaptive run warms each backend up for at least this long (besides n_warmup
+# calls): on a shared machine the first tenths of a second of a loop can run in a
+# slower state (caches, pages, the CPU's clock), which a steady first window would
+# otherwise record as the answer.
+ADAPTIVE_WARMUP_S = 0.2
+
+
+def _prepare(kernel, cfg, backend, args, common) -> tuple[Callable, float, Any]:
+    """Jit the call on ``backend``; time its first call; run the warm-up calls."""
+    import jax
+
+    kw, clock = cfg.kernel_kwargs, common["clock"]
     fn = jax.jit(lambda *a: kernel.call(*a, backend=backend, **kw))
-    timing = time_function(fn, args, **common)
-    stats = compute_stats(timing.times_s)
+    start = clock()
+    output = _block(fn(*args))
+    compile_s = clock() - start
+    for _ in range(common["n_warmup"]):
+        _block(fn(*args))
+    if common["rule"].adaptive:
+        until = time.perf_counter() + ADAPTIVE_WARMUP_S
+        while time.perf_counter() < until:
+            _block(fn(*args))
+    return (lambda: fn(*args)), compile_s, output
+
+
+def _record(cfg, backend, times_s, compile_s, rule: StopRule, sampled: Sampled):
+    stats = compute_stats(times_s)
     throughput = unit = None
     if cfg.work is not None and stats.median_ms > 0:
         throughput = cfg.work[0] / (stats.median_ms * 1e-3)
         unit = f"{cfg.work[1]}/s"
-    record = BenchmarkRecord.from_stats(
+    return BenchmarkRecord.from_stats(
         stats,
         platform="",
         backend=backend,
         label=cfg.name,
         throughput=throughput,
         throughput_unit=unit,
-        compile_ms=timing.compile_s * 1e3,
+        compile_ms=compile_s * 1e3,
+        spread_bound=rule.target_spread,
+        stopped_by=sampled.stopped_by,
+        n_sampled=sampled.rounds,
     )
-    return record, timing.output
 
 
 def _check_ready(kernel: Any) -> None:
@@ -118,7 +157,7 @@ def _check_ready(kernel: Any) -> None:
             "a list of BenchmarkConfig."
         )
     if kernel.call_function is None:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"XLACustomKernel '{name}'.benchmark: no call function. Register the "
             "user-facing wrapper with def_call(fn); it must accept backend=."
         )
@@ -159,16 +198,10 @@ def plan_benchmark(
     return BenchmarkPlan(kernel, platform, tuple(chosen), tuple(configs))
 
 
-def _measure(kernel, cfg, backend, args, common, catch_errors):
-    try:
-        return _run_one(kernel, cfg, backend, args, common)
-    except Exception as err:
-        if not catch_errors:
-            raise
-        msg = f"{type(err).__name__}: {err}".strip()
-        nan = math.nan  # what the reference records for a failed run
-        failed = BenchmarkRecord("", backend, cfg.name, nan, nan, nan, None, False, msg)
-        return failed, None
+def _failed(cfg: BenchmarkConfig, backend: str, err: BaseException) -> BenchmarkRecord:
+    msg = f"{type(err).__name__}: {err}".strip()
+    nan = math.nan  # what the reference records for a failed run
+    return BenchmarkRecord("", backend, cfg.name, nan, nan, nan, None, False, msg)
 
 
 def _compare(records, outputs, cfg, name, rtol, atol, reference) -> None:
@@ -199,7 +232,7 @@ def _verbose_line(name: str, rec: BenchmarkRecord) -> str:
     head = f"{name} [{rec.platform}] {rec.label} / {rec.backend}:"
     if not rec.success:
         return f"{head} FAILED: {rec.error}"
-    noisy = " (noisy)" if rec.noisy else ""
+    noisy = f" (noisy: {rec.noise_note})" if rec.noisy else ""
     return (
         f"{head} median {rec.median_ms:.4g} ms, IQR {rec.iqr_ms:.3g} ms, "
         f"n={rec.n}, compile {rec.compile_ms:.4g} ms{noisy}"
@@ -210,7 +243,7 @@ def _check_plan(plan: BenchmarkPlan, kernel: Any, platform: str, backends) -> No
     wanted = [backends] if isinstance(backends, str) else backends
     same_backends = wanted is None or tuple(wanted) == plan.backends
     if plan.kernel is not kernel or plan.platform != platform or not same_backends:
-        raise ValueError(
+        raise BenchmarkValueError(
             f"run_benchmark of '{kernel.name}' on '{platform}': the plan was made "
             f"for '{plan.kernel.name}' on '{plan.platform}' with backends "
             f"{list(plan.backends)}; pass plan_benchmark(kernel, platform=...) of "
@@ -219,15 +252,44 @@ def _check_plan(plan: BenchmarkPlan, kernel: Any, platform: str, backends) -> No
 
 
 def _run_config(plan, cfg, device, common, catch_errors, verbose, progress):
-    """Every backend of ``plan`` on one config: its records and outputs."""
-    name = plan.kernel.name
+    """Every backend of ``plan`` on one config: its records and outputs.
+
+    Each backend is compiled and warmed up in turn; then all that compiled are
+    timed together, interleaved (:func:`~.sampling.sample_interleaved`).
+    """
+    name, rule = plan.kernel.name, common["rule"]
     args = cfg.put_args(device).args
-    records, outputs = [], {}
+    calls, compile_s, outputs, failed = {}, {}, {}, {}
     for backend in plan.backends:
         if progress is not None:
             progress.advance(name, cfg.name, backend)
-        rec, outputs[backend] = _measure(
-            plan.kernel, cfg, backend, args, common, catch_errors
+        try:
+            calls[backend], compile_s[backend], outputs[backend] = _prepare(
+                plan.kernel, cfg, backend, args, common
+            )
+        except Exception as err:
+            if not catch_errors:
+                raise
+            failed[backend], outputs[backend] = _failed(cfg, backend, err), None
+    sampled = sample_interleaved(
+        calls,
+        rule,
+        n_batch_per_run=common["n_batch_per_run"],
+        clock=common["clock"],
+        block=_block,
+        catch_errors=catch_errors,
+    )
+    for backend, err in sampled.errors.items():
+        failed[backend], outputs[backend] = _failed(cfg, backend, err), None
+    records = []
+    for backend in plan.backends:
+        rec = failed.get(backend) or _record(
+            cfg,
+            backend,
+            sampled.times_s[backend],
+            compile_s[backend],
+            rule,
+            sampled,
         )
         rec.platform, rec.primitive = plan.platform, name
         rec.kernel_kwargs = dict(cfg.kernel_kwargs)
@@ -256,6 +318,9 @@ def run_benchmark(
     clock: Callable[[], float] = time.perf_counter,
     progress: Any = None,
     plan: BenchmarkPlan | None = None,
+    target_spread: float | None = None,
+    time_budget_s: float = 2.0,
+    max_runs: int | None = None,
 ) -> BenchmarkResult:
     """Benchmark every backend of ``kernel`` on ``platform`` over its configs.
 
@@ -267,17 +332,45 @@ def run_benchmark(
     are taken as already counted in ``progress``, so a caller running several
     primitives announces the total of the whole run once).
 
+    How long each case is timed: the backends of a config are timed together,
+    interleaved (one interval of each per round, in a rotating order), for
+    ``n_runs`` rounds. With ``target_spread`` (a bound on IQR / median, e.g.
+    ``0.05``) each backend is first warmed up for at least 0.2 s, and rounds go
+    on until the last ``n_runs`` of them are steady — every
+    backend within the bound — or ``time_budget_s`` seconds of rounds (at least
+    three times the first ``n_runs`` rounds' time) are spent, or ``max_runs``
+    (default 10 000) rounds ran; the statistics are those of that window (when
+    the bound was not reached, of the steadiest stretch of half the rounds: a
+    burst of load elsewhere drops out), a
+    record still above its bound is noisy (``record.noisy``, in words
+    ``record.noise_note``) and ``record.n_sampled`` counts every round. Without it
+    (the default, as the reference) exactly ``n_runs`` rounds run and noisy means
+    IQR above 10 % of the median. ``record.stopped_by`` says which rule ended a
+    case. The result's ``environment`` holds the machine and the load the run met.
+
     Raises:
         BenchmarkDataFnNotProvidedError: no ``def_benchmark_data`` function.
         ValueError: no ``def_call`` function, or no backend for ``platform``, or a
-            ``plan`` made for another kernel, platform or backends.
+            ``plan`` made for another kernel, platform or backends, or a bad
+            ``target_spread``, ``time_budget_s`` or ``max_runs`` (each a
+            ``BenchmarkValueError``).
 
     Example:
-        >>> result = op.benchmark(platform="cpu", n_runs=5)  # doctest: +SKIP
-        >>> print(result.table())  # doctest: +SKIP
+        >>> import jax, jax.numpy as jnp, polykernel as pk
+        >>> from polykernel import BenchmarkConfig
+        >>> op = pk.XLACustomKernel("doc.run_benchmark")
+        >>> op.def_jax_raw_kernel(lambda outs, **kw: lambda x: 2 * x)
+        >>> op.def_call(lambda x, backend=None: op(
+        ...     x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype), backend=backend))
+        >>> op.def_benchmark_data(
+        ...     lambda *, platform: [BenchmarkConfig("n=8", (jnp.ones(8),))])
+        >>> result = op.benchmark(platform="cpu", n_runs=5)
+        >>> [(r.label, r.backend, r.success) for r in result.records]
+        [('n=8', 'jax_raw', True)]
     """
     name = kernel.name
     check_counts(n_warmup, n_runs, n_batch_per_run)
+    rule = check_rule(n_runs, target_spread, time_budget_s, max_runs)
     if plan is None:
         plan = plan_benchmark(kernel, platform=platform, backends=backends)
         if progress is not None:
@@ -285,8 +378,9 @@ def run_benchmark(
     else:
         _check_plan(plan, kernel, platform, backends)
     device = _device(platform)
-    common = {"n_warmup": n_warmup, "n_runs": n_runs, "clock": clock}
+    common = {"n_warmup": n_warmup, "rule": rule, "clock": clock}
     common["n_batch_per_run"] = n_batch_per_run
+    load = LoadMonitor().start()
     records: list[BenchmarkRecord] = []
     for cfg in plan.configs:
         cfg_records, outputs = _run_config(
@@ -295,4 +389,5 @@ def run_benchmark(
         if compare_results:
             _compare(cfg_records, outputs, cfg, name, rtol, atol, reference_backend)
         records.extend(cfg_records)
-    return BenchmarkResult(records, primitive_name=name)
+    environment = {"machine": machine_info(), "load": load.stop()}
+    return BenchmarkResult(records, primitive_name=name, environment=environment)

@@ -1,21 +1,33 @@
-"""Text comparison table: rows = configs, columns = backends, speed-up vs a baseline."""
+"""Text comparison table: rows = configs, columns = backends, speed-up vs a baseline.
+
+The table keeps within a width (100 columns by default, what a terminal shows
+without wrapping): a table of several primitives or platforms that does not fit is
+split into one table per primitive and platform, and a table still too wide puts
+its backends in several column blocks, each repeating the config column. Lines under
+the table (mismatches, failures, noisy times in words) are wrapped to the width.
+"""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
+from ..errors import BenchmarkValueError
 from .compare import pick_reference
 from .ranking import fastest_per_config, is_known, mismatches, rank_field, rank_ms
-from .record import NOISE_THRESHOLD, BenchmarkRecord
+from .record import NOISE_THRESHOLD, BenchmarkRecord, runs_note
 from .rows import format_si
 
-__all__ = ["format_si", "format_table"]
+__all__ = ["TABLE_WIDTH", "format_si", "format_table"]
+
+#: The widest line the comparison table prints by default (columns).
+TABLE_WIDTH = 100
 
 
 def _baseline(backends: list[str], requested: str | None) -> str | None:
     if requested is not None:
         if requested not in backends:
-            raise ValueError(
+            raise BenchmarkValueError(
                 f"BenchmarkResult.table: baseline backend {requested!r} is not in "
                 f"this result (backends: {backends})."
             )
@@ -52,61 +64,109 @@ def _render(rows: list[list[str]]) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
-def _footer(records: Sequence[BenchmarkRecord], field: str) -> list[str]:
-    lines = [
-        f"* fastest   ! noisy (IQR > {NOISE_THRESHOLD:.0%} of median)   "
-        "x output differs from the reference"
-    ]
+def _blocks(rows: list[list[str]], fixed: int, width: int) -> list[list[int]]:
+    """Column indices of each block: the ``fixed`` describing columns, then as many
+    backend columns as fit in ``width`` (at least one)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    base = sum(widths[:fixed]) + 3 * (fixed - 1)
+    blocks: list[list[int]] = [[]]
+    used = base
+    for i in range(fixed, len(widths)):
+        if blocks[-1] and used + 3 + widths[i] > width:
+            blocks.append([])
+            used = base
+        blocks[-1].append(i)
+        used += 3 + widths[i]
+    return [list(range(fixed)) + block for block in blocks]
+
+
+def _render_within(rows: list[list[str]], fixed: int, width: int | None) -> list[str]:
+    lines = _render(rows)
+    if width is None or max(len(line) for line in lines) <= width:
+        return lines
+    out: list[str] = []
+    for k, cols in enumerate(_blocks(rows, fixed, width)):
+        out += [""] if k else []
+        out += _render([[r[i] for i in cols] for r in rows])
+    return out
+
+
+def _legend(records: Sequence[BenchmarkRecord]) -> str:
+    bounds = {r.noise_bound for r in records if r.success} or {NOISE_THRESHOLD}
+    noisy = (
+        f"IQR > {bounds.pop():.0%} of median" if len(bounds) == 1 else "IQR over bound"
+    )
+    return f"* fastest   ! noisy ({noisy})   x output differs from the reference"
+
+
+def _footer(
+    records: Sequence[BenchmarkRecord], field: str, width: int | None
+) -> list[str]:
+    lines = [_legend(records)]
     if field == "mean_ms":
         lines.append("(times are means: not every record has a median)")
+    notes: list[tuple[str, str]] = []  # (where, what)
     for m in mismatches(records):
         diff = "?" if m.max_abs_diff is None else f"{m.max_abs_diff:.4g}"
-        lines.append(
-            f"MISMATCH {m.primitive} [{m.platform}] {m.label}: {m.backend} vs "
-            f"{m.reference}, max |diff| = {diff}"
+        notes.append(
+            (
+                f"MISMATCH {m.primitive} [{m.platform}] {m.label}:",
+                f"{m.backend} vs {m.reference}, max |diff| = {diff}",
+            )
         )
+    notes += _noisy_notes(records)
     for r in records:
         if r.success:
             continue
         first = (r.error or "").strip().splitlines()
-        lines.append(
-            f"FAILED {r.primitive} [{r.platform}] {r.label} / {r.backend}: "
-            f"{first[0] if first else 'unknown error'}"
-        )
-    return lines
+        where = f"FAILED {r.primitive} [{r.platform}] {r.label} / {r.backend}:"
+        notes.append((where, first[0] if first else "unknown error"))
+    return lines + [line for n in notes for line in _note(*n, width)]
 
 
-def format_table(
-    records: Sequence[BenchmarkRecord],
-    name: str = "",
-    baseline: str | None = None,
-    highlight_best: bool = True,
-) -> str:
-    """Render ``records`` as an aligned configs x backends table with a legend.
+def _noisy_notes(records: Sequence[BenchmarkRecord]) -> list[tuple[str, str]]:
+    """One note per config with noisy times: each noisy backend's spread, in words."""
+    groups: dict[tuple[str, str, str], list[BenchmarkRecord]] = {}
+    for r in records:
+        if r.success and r.noisy:
+            groups.setdefault((r.primitive, r.platform, r.label), []).append(r)
+    notes = []
+    for (prim, platform, label), recs in groups.items():
+        if len(recs) == 1:
+            r = recs[0]
+            where = f"NOISY {prim} [{platform}] {label} / {r.backend}:"
+            notes.append((where, r.noise_note or ""))
+            continue
+        spreads = ", ".join(f"{r.backend} {r.relative_iqr or 0:.0%}" for r in recs)
+        bounds = {r.noise_bound for r in recs}
+        runs = {(r.n, r.n_sampled, r.stopped_by) for r in recs}
+        what = f"IQR / median {spreads}"
+        what += f" (bound {bounds.pop():.0%})" if len(bounds) == 1 else ""
+        what += runs_note(*runs.pop()) if len(runs) == 1 else ""
+        notes.append((f"NOISY {prim} [{platform}] {label}:", what))
+    return notes
 
-    Cells show the time per call in ms (the median; the mean when some record has
-    no median, as records built the reference way), the speed-up against
-    ``baseline`` (default ``jax_raw`` when present, else the first backend), the
-    throughput when the config declared its work, and marks: ``*`` fastest, ``!``
-    noisy, ``x`` output mismatch. Failed runs read ``FAILED`` and are listed with
-    their error under the table; an unknown time reads ``nan``.
 
-    Raises:
-        ValueError: ``baseline`` is not a backend of the records.
+def _note(where: str, what: str, width: int | None) -> list[str]:
+    """``where what`` on one line if it fits, else ``where`` then ``what`` indented,
+    each wrapped to ``width``."""
+    line = f"{where} {what}"
+    if width is None or len(line) <= width:
+        return [line]
+    wrap = textwrap.TextWrapper(width, subsequent_indent="  ", break_on_hyphens=False)
+    body = textwrap.TextWrapper(
+        width, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False
+    )
+    return wrap.wrap(where) + body.wrap(what)
 
-    Example:
-        >>> print(format_table([]))
-        (no benchmark records)
-    """
-    if not records:
-        return "(no benchmark records)"
-    field = rank_field(records)
-    backends = list(dict.fromkeys(r.backend for r in records))
-    base_name = _baseline(backends, baseline)
-    keys = list(dict.fromkeys((r.primitive, r.platform, r.label) for r in records))
-    cells = {(r.primitive, r.platform, r.label, r.backend): r for r in records}
+
+def _rows(records, keys, base_name, field, highlight_best, many) -> list[list[str]]:
+    """The header and one row per ``(primitive, platform, label)`` of ``keys``."""
+    in_keys = set(keys)
+    mine = [r for r in records if (r.primitive, r.platform, r.label) in in_keys]
+    backends = list(dict.fromkeys(r.backend for r in mine))
+    cells = {(r.primitive, r.platform, r.label, r.backend): r for r in mine}
     best = {id(r) for r in fastest_per_config(records).values()}
-    many = len({k[0] for k in keys}) > 1 or len({k[1] for k in keys}) > 1
     head = (["primitive", "platform"] if many else []) + ["config"]
     head += [b + (" (baseline)" if b == base_name else "") for b in backends]
     rows = [head]
@@ -121,10 +181,59 @@ def format_table(
             mark = highlight_best and id(rec) in best
             row.append(_cell(rec, None if rec is base else base_ms, field, mark))
         rows.append(row)
+    return rows
+
+
+def format_table(
+    records: Sequence[BenchmarkRecord],
+    name: str = "",
+    baseline: str | None = None,
+    highlight_best: bool = True,
+    width: int | None = TABLE_WIDTH,
+) -> str:
+    """Render ``records`` as an aligned configs x backends table with a legend.
+
+    Cells show the time per call in ms (the median; the mean when some record has
+    no median, as records built the reference way), the speed-up against
+    ``baseline`` (default ``jax_raw`` when present, else the first backend), the
+    throughput when the config declared its work, and marks: ``*`` fastest, ``!``
+    noisy, ``x`` output mismatch. Noisy times are listed in words under the table
+    (``NOISY ...: IQR 23% of the median (bound 10%) after 400 runs``), failed runs
+    with their error (the cell reads ``FAILED``); an unknown time reads ``nan``.
+    No line is wider than ``width`` (``None``: no limit) unless a single config
+    and backend cell are wider: the table is split as the module says.
+
+    Raises:
+        ValueError: ``baseline`` is not a backend of the records.
+
+    Example:
+        >>> from polykernel.benchmark.table import format_table
+        >>> print(format_table([]))
+        (no benchmark records)
+    """
+    if not records:
+        return "(no benchmark records)"
+    field = rank_field(records)
+    backends = list(dict.fromkeys(r.backend for r in records))
+    base_name = _baseline(backends, baseline)
+    keys = list(dict.fromkeys((r.primitive, r.platform, r.label) for r in records))
+    many = len({k[0] for k in keys}) > 1 or len({k[1] for k in keys}) > 1
+    rows = _rows(records, keys, base_name, field, highlight_best, many)
+    body = _render(rows)
+    if width is not None and max(len(line) for line in body) > width:
+        if not many:
+            body = _render_within(rows, 1, width)
+        else:  # one table per primitive and platform, each kept within the width
+            body = []
+            for prim, platform in dict.fromkeys(k[:2] for k in keys):
+                mine = [k for k in keys if k[:2] == (prim, platform)]
+                part = _rows(records, mine, base_name, field, highlight_best, False)
+                body += ["", f"{prim} on {platform}:", *_render_within(part, 1, width)]
+            body = body[1:]
     stat = field.removesuffix("_ms")
     title = f"{stat} ms per call (speed-up vs baseline)"
     if not many:
         title = f"{keys[0][0] or name or 'benchmark'} on {keys[0][1]}: {title}"
     elif name:
         title = f"{name}: {title}"
-    return "\n".join([title, *_render(rows), "", *_footer(records, field)])
+    return "\n".join([title, *body, "", *_footer(records, field, width)])

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ..errors import BenchmarkTypeError, BenchmarkValueError
+
 __all__ = ["FunctionTiming", "Timing", "benchmark_function", "time_function"]
 
 Clock = Callable[[], float]
@@ -34,7 +36,7 @@ def check_counts(n_warmup: int, n_runs: int, n_batch_per_run: int) -> None:
         ("n_batch_per_run", n_batch_per_run, 1),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(
+            raise BenchmarkValueError(
                 f"benchmark: {name} must be an integer >= {low}, got {value!r}."
             )
 
@@ -78,6 +80,7 @@ def time_function(
         ValueError: a count is out of range.
 
     Example:
+        >>> from polykernel.benchmark.timing import time_function
         >>> ticks = iter([0.0, 2.0, 10.0, 10.5, 20.0, 21.0])
         >>> clock = lambda: next(ticks)
         >>> t = time_function(lambda: 1, n_warmup=0, n_runs=2, clock=clock)
@@ -126,6 +129,7 @@ def benchmark_function(
     is a named tuple, so ``timing.mean`` works as well as tuple unpacking.
 
     Example:
+        >>> from polykernel import benchmark_function
         >>> mean, std, lo, hi, out = benchmark_function(lambda: 3, 0, 2)
         >>> int(out)
         3
@@ -133,7 +137,7 @@ def benchmark_function(
     import jax
 
     if not callable(fn):
-        raise TypeError(
+        raise BenchmarkTypeError(
             f"benchmark_function: fn must be callable (got {type(fn).__name__}: "
             f"{fn!r}); pass the function to time."
         )

@@ -17,6 +17,7 @@ __all__ = [
     "csv_list",
     "failure",
     "nonneg_int",
+    "plural",
     "pos_int",
     "suffixed",
 ]
@@ -38,6 +39,12 @@ def failure(err: BaseException) -> str:
         return f"called sys.exit({err.code!r})"
     text = " ".join(str(err).split())
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``n`` and the noun it counts: ``plural(1, "entry", "entries")`` is
+    ``"1 entry"``, ``plural(2, "run")`` is ``"2 runs"``."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def pos_int(text: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import warnings
 from typing import Any
@@ -13,12 +14,42 @@ from ._common import (
     csv_list,
     failure,
     nonneg_int,
+    plural,
     pos_int,
     suffixed,
 )
 from .selection import add_selection_args, select
 
 __all__ = ["cmd_benchmark", "register"]
+
+# Each case is timed until every backend's spread (IQR / median) is within this
+# bound, or its time budget (seconds beyond --n-runs) is spent.
+TARGET_SPREAD = 0.10
+TIME_BUDGET_S = 2.0
+
+
+def fraction(text: str) -> float:
+    """``argparse`` type: a number >= 0 (0 turns the spread bound off)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction of the median >= 0 such as 0.05, got {text!r}"
+        )
+    return value
+
+
+def seconds(text: str) -> float:
+    """``argparse`` type: a number of seconds >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
 
 
 def register(sub: Any, common: Any) -> None:
@@ -29,7 +60,30 @@ def register(sub: Any, common: Any) -> None:
     add_selection_args(p)
     p.add_argument("--platform", default="cpu", choices=["cpu", "gpu", "tpu"])
     p.add_argument("--n-warmup", type=nonneg_int, default=5, metavar="N")
-    p.add_argument("--n-runs", type=pos_int, default=20, metavar="N")
+    p.add_argument(
+        "--n-runs",
+        type=pos_int,
+        default=20,
+        metavar="N",
+        help="timed runs per backend and case: at least N, more while the spread "
+        "is above --target-spread and the case's --time-budget lasts (default 20)",
+    )
+    p.add_argument(
+        "--target-spread",
+        type=fraction,
+        default=TARGET_SPREAD,
+        metavar="F",
+        help="bound on each time's spread, IQR / median (default "
+        f"{TARGET_SPREAD}); a time above it is reported noisy. 0: exactly N runs",
+    )
+    p.add_argument(
+        "--time-budget",
+        type=seconds,
+        default=TIME_BUDGET_S,
+        metavar="S",
+        help="seconds a case may be timed beyond N runs to reach the bound "
+        f"(default {TIME_BUDGET_S:g}; 0: none)",
+    )
     p.add_argument("--n-batch-per-run", type=pos_int, default=1, metavar="N")
     p.add_argument("--rtol", type=float, default=1e-3)
     p.add_argument("--atol", type=float, default=1e-3)
@@ -111,8 +165,10 @@ def _plan_all(kernels: list[Any], args: Any) -> tuple[list[Any], list[str]]:
 
 def _run_all(kernels: list[Any], args: Any) -> tuple[Any, list[str]]:
     from ..benchmark import BenchmarkResult, Progress, run_benchmark
+    from ..benchmark.machine import LoadMonitor, machine_info
     from ..errors import BenchmarkMismatchWarning
 
+    load = LoadMonitor().start()
     plans, errors = _plan_all(kernels, args)
     results = []
     progress = Progress(sys.stderr, tty=False if args.no_progress else None)
@@ -133,21 +189,30 @@ def _run_all(kernels: list[Any], args: Any) -> tuple[Any, list[str]]:
                         atol=args.atol,
                         progress=None if args.no_progress else progress,
                         plan=plan,
+                        target_spread=args.target_spread or None,
+                        time_budget_s=args.time_budget,
                     )
                 )
             except (Exception, SystemExit) as err:  # reported; the others go on
                 errors.append(f"{plan.kernel.name}: {failure(err)}")
-    return BenchmarkResult.combine(results), errors
+    combined = BenchmarkResult.combine(results)
+    combined.environment = {"machine": machine_info(), "load": load.stop()}
+    return combined, errors
 
 
 def cmd_benchmark(args: Any) -> int:
     """Handler of ``polykernel benchmark``."""
+    from ..benchmark.machine import environment_lines
+
     for path, option in ((args.output, "--output"), (args.plot, "--plot")):
         if path:
             check_writable(path, option)
     kernels = _runnable(select(args), args.platform)
     _check_backends(kernels, args)
     result, errors = _run_all(kernels, args)
+    # The machine and the load the numbers were measured on.
+    print(environment_lines(result.environment))
+    print()
     print(result.table())
     if args.output:
         print(f"saved results to {result.save(args.output)}")
@@ -162,8 +227,8 @@ def cmd_benchmark(args: Any) -> int:
         print(f"saved defaults to {defaults_path()}")
     n_fail, n_mis = len(result.failures), len(result.mismatches)
     print(
-        f"{len(kernels)} primitives, {len(result)} runs, {n_fail} failed, "
-        f"{n_mis} mismatched, {len(result.noisy)} noisy"
+        f"{plural(len(kernels), 'primitive')}, {plural(len(result), 'run')}, "
+        f"{n_fail} failed, {n_mis} mismatched, {len(result.noisy)} noisy"
     )
     for line in errors:
         print(f"polykernel benchmark: error: {' '.join(line.split())}", file=sys.stderr)
@@ -171,8 +236,8 @@ def cmd_benchmark(args: Any) -> int:
         return 1
     if args.strict and (n_fail or n_mis):
         print(
-            f"polykernel benchmark: error: --strict: {n_fail} failed runs, "
-            f"{n_mis} output mismatches",
+            f"polykernel benchmark: error: --strict: {plural(n_fail, 'failed run')}, "
+            f"{plural(n_mis, 'output mismatch', 'output mismatches')}",
             file=sys.stderr,
         )
         return 1

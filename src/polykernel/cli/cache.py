@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._common import nonneg_int
+from ._common import nonneg_int, plural
 from .warm import add_warm_args, cmd_warm
 
 __all__ = ["cmd_cache", "register"]
@@ -79,15 +79,17 @@ def cmd_cache(args: Any) -> int:
         else:
             state = "" if info.get("exists") else " (does not exist yet)"
         print(f"cache root   {info['root']}{state}")
-        print(f"size         {_size(info['bytes'])} in {info['files']} files")
+        print(f"size         {_size(info['bytes'])} in {plural(info['files'], 'file')}")
         for name, sec in info["sections"].items():
             if sec["entries"]:
                 title = _TITLES.get(name, name)
-                print(f"{title:<12} {sec['entries']} entries ({_size(sec['bytes'])})")
+                count = plural(sec["entries"], "entry", "entries")
+                print(f"{title:<12} {count} ({_size(sec['bytes'])})")
         for name, sub in sorted(info.get("subdirs", {}).items()):
             if not sub["files"]:
                 continue
-            print(f"  {name:<20} {_size(sub['bytes']):>10}  {sub['files']} files")
+            files = plural(sub["files"], "file")
+            print(f"  {name:<20} {_size(sub['bytes']):>10}  {files}")
         cap = cache_admin.max_bytes_from_env()
         if cap is not None:
             print(f"size cap     {_size(cap)} (${cache_admin.MAX_BYTES_ENV})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ._common import CliError, csv_list, failure
+from ._common import CliError, csv_list, failure, plural
 from .selection import add_selection_args, select
 
 __all__ = ["cmd_check", "register"]
@@ -127,7 +127,7 @@ def cmd_check(args: Any) -> int:
             totals[1] += len(report.failures)
             totals[2] += len(report.skipped)
     print(
-        f"{len(kernels)} primitives: {totals[0]} passed, {totals[1]} failed, "
+        f"{plural(len(kernels), 'primitive')}: {totals[0]} passed, {totals[1]} failed, "
         f"{totals[2]} skipped"
     )
     for line in errors:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import CliError
+from ._common import CliError, plural
 
 __all__ = ["cmd_defaults", "register"]
 
@@ -34,7 +34,7 @@ def cmd_defaults(args: Any) -> int:
         return 0
     removed = clear_defaults(args.names or None)
     missing = sorted(set(args.names) - set(removed))
-    print(f"cleared defaults of {len(removed)} primitives")
+    print(f"cleared defaults of {plural(len(removed), 'primitive')}")
     if missing:
         raise CliError(f"no persisted defaults for: {', '.join(missing)}")
     return 0

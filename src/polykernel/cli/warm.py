@@ -27,7 +27,7 @@ from typing import Any
 
 from ..core import registry
 from ..platforms import PLATFORMS
-from ._common import CliError, CliUsageError, failure
+from ._common import CliError, CliUsageError, failure, plural
 from .targets import Target, import_module, parse_target
 
 __all__ = ["add_warm_args", "cmd_warm", "warm_primitive"]
@@ -162,7 +162,7 @@ def cmd_warm(args: Any) -> int:
             continue
         _warm_module([n for n in names if n not in warmed], platform, errors)
         warmed.update(names)
-        print(f"{target.text}: {len(names)} primitive(s) "
+        print(f"{target.text}: {plural(len(names), 'primitive')} "
               f"({time.perf_counter() - start:.1f} s)")  # fmt: skip
     for line in errors:
         print(f"polykernel cache warm: error: {line}", file=sys.stderr)

@@ -7,13 +7,13 @@ One module per family of checks: ``forward`` (abstract eval, reference, jit,
 determinism), ``batching`` (vmap vs loop), ``autodiff`` (JVP, transpose, grad).
 """
 
+from ..benchmark.tolerance import Tolerance as Tolerance, tolerance_for as tolerance_for
 from .report import (
     CheckReport as CheckReport,
     CheckResult as CheckResult,
     KernelCheckError as KernelCheckError,
 )
 from .runner import CHECKS as CHECKS, check_kernel as check_kernel
-from .tolerance import Tolerance as Tolerance, tolerance_for as tolerance_for
 
 __all__ = [
     "CHECKS",

@@ -20,9 +20,9 @@ import jax
 import numpy as np
 
 from .. import _jax_compat as jc
+from ..benchmark.tolerance import Comparison, dot_rtol, fd_rtol, fd_step
 from .report import CheckResult
 from .subject import Subject, error_text
-from .tolerance import Comparison, dot_rtol, fd_rtol, fd_step
 
 __all__ = ["check_grad", "check_jvp", "check_transpose", "linear_inputs"]
 
@@ -162,7 +162,7 @@ def linear_inputs(subject: Subject, backend: str) -> tuple[list[int], str]:
 
 
 def _close(got: list[np.ndarray], want: list[np.ndarray]) -> bool:
-    from .tolerance import compare_outputs, tolerance_for
+    from ..benchmark.tolerance import compare_outputs, tolerance_for
 
     tols = []
     for g in got:

@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..benchmark.tolerance import compare_outputs, is_float
 from .report import CheckResult
 from .subject import Subject, error_text
-from .tolerance import compare_outputs, is_float
 
 __all__ = ["batch_patterns", "check_vmap"]
 

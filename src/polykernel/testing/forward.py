@@ -7,9 +7,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..benchmark.tolerance import Comparison, compare_outputs
 from .report import CheckResult
 from .subject import Subject, error_text
-from .tolerance import Comparison, compare_outputs
 
 __all__ = [
     "check_abstract_eval",

@@ -16,6 +16,7 @@ import jax
 import jax.core
 import numpy as np
 
+from ..errors import CheckValueError
 from .report import CheckReport
 from .runner import check_kernel
 
@@ -51,13 +52,13 @@ def recorded_binding(kernel: Any, case: Any) -> tuple[tuple, Any, dict[str, Any]
         kernel.call(*case.args, **case.kernel_kwargs)
     where = f"primitive '{kernel.name}', benchmark case '{case.name}'"
     if not seen:
-        raise ValueError(
+        raise CheckValueError(
             f"{where}: the call function (def_call) did not bind the primitive; "
             "polykernel check needs a call function that calls it."
         )
     args, params = seen[0]
     if any(isinstance(a, jax.core.Tracer) for a in args):
-        raise ValueError(
+        raise CheckValueError(
             f"{where}: the call function binds the primitive under a transformation "
             "(e.g. jax.jit), so its inputs cannot be recorded; call the primitive "
             "directly in the call function."
@@ -82,7 +83,7 @@ def check_benchmark_cases(
     """
     cases = list(kernel.benchmark_data_function(platform=platform))
     if not cases:
-        raise ValueError(
+        raise CheckValueError(
             f"primitive '{kernel.name}': def_benchmark_data returned no cases for "
             f"platform '{platform}'."
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import KernelRegistrationError
+from ..errors import CheckTypeError, CheckValueError, KernelRegistrationError
 
 if TYPE_CHECKING:
     from ..core.primitive import XLACustomKernel
@@ -21,7 +21,7 @@ def resolve_kernel(kernel: object) -> XLACustomKernel:
 
         kernel = get_primitive(kernel)
     if not isinstance(kernel, XLACustomKernel):
-        raise TypeError(
+        raise CheckTypeError(
             f"check_kernel(): kernel must be an XLACustomKernel or the name of a "
             f"registered one (got {type(kernel).__name__})."
         )
@@ -35,7 +35,7 @@ def wanted_checks(checks: Sequence[str] | None, known: Sequence[str]) -> frozens
         checks = [checks]
     unknown = sorted(set(checks) - set(known))
     if unknown:
-        raise ValueError(
+        raise CheckValueError(
             f"check_kernel(): unknown check(s) {unknown}; choose from {list(known)}."
         )
     return frozenset(checks)
@@ -44,7 +44,7 @@ def wanted_checks(checks: Sequence[str] | None, known: Sequence[str]) -> frozens
 def check_options(kernel, reference, backends, atol, rtol, kwargs) -> None:
     name = kernel.name
     if "backend" in kwargs:
-        raise ValueError(
+        raise CheckValueError(
             f"check_kernel('{name}'): pass backends=[...] to choose backends; "
             f"'backend' is not a kernel parameter here."
         )
@@ -52,7 +52,7 @@ def check_options(kernel, reference, backends, atol, rtol, kwargs) -> None:
         b for p in ("cpu", "gpu", "tpu") for b in kernel.available_backends(p)
     }
     if isinstance(backends, str):
-        raise TypeError(
+        raise CheckTypeError(
             f"check_kernel('{name}'): backends must be a list of names, e.g. "
             f"backends=[{backends!r}] (got the string {backends!r})."
         )
@@ -65,13 +65,13 @@ def check_options(kernel, reference, backends, atol, rtol, kwargs) -> None:
     if reference is not None and not (
         isinstance(reference, str) or callable(reference)
     ):
-        raise TypeError(
+        raise CheckTypeError(
             f"check_kernel('{name}'): reference must be a backend name, a callable "
             f"or None (got {type(reference).__name__})."
         )
     for label, value in (("atol", atol), ("rtol", rtol)):
         if value is not None and not (isinstance(value, (int, float)) and value >= 0):
-            raise ValueError(
+            raise CheckValueError(
                 f"check_kernel('{name}'): {label} must be a number >= 0 or None "
                 f"(got {value!r})."
             )
@@ -83,8 +83,9 @@ def linear_argnums_of(kernel, linear_argnums, arrays) -> list[int] | None:
     items = list(linear_argnums)
     for i in items:
         if not isinstance(i, int) or not 0 <= i < len(arrays):
-            raise ValueError(
+            raise CheckValueError(
                 f"check_kernel('{kernel.name}'): linear_argnums entry {i!r} is not an "
-                f"input index (the call has {len(arrays)} inputs)."
+                f"input index (the call has {len(arrays)} "
+                f"input{'s' if len(arrays) != 1 else ''})."
             )
     return items

@@ -14,8 +14,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..benchmark.tolerance import Tolerance, is_float, tolerance_for
 from .report import FAIL, PASS, SKIP, CheckResult
-from .tolerance import Tolerance, is_float, tolerance_for
 
 __all__ = ["Subject"]
 
