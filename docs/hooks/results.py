@@ -399,7 +399,7 @@ def _plot_demo() -> bytes:
             ax.set_xticklabels(cases, rotation=20, ha="right", fontsize=7)
             ax.tick_params(axis="y", labelsize=7)
             if col == 0:
-                ax.set_ylabel("median ms per call (log)", fontsize=8)
+                ax.set_ylabel("median ms per call (log), lower is better", fontsize=8)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[b]) for b in backends]
     fig.legend(handles, backends, loc="upper center", ncol=len(backends), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
@@ -407,28 +407,43 @@ def _plot_demo() -> bytes:
 
 
 def _plot_bench() -> bytes:
+    """benchmarks/bench_gpu.py's four measures, 2 x 2 panels sized for the page's
+    content width (about 700 px): each panel's axis names its unit and whether
+    lower or higher is better; the title names the GPU it ran on."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     data = _load("gpu/bench_gpu.json")
+    machine = _load("gpu/machine.json")
     cases = [c for c in BENCH_CASES if c in data] + sorted(set(data) - set(BENCH_CASES))
+    # (title, y axis label, series (key, legend label))
     panels = [
-        ("one jitted call at N = 1 (µs)", [("call_us", None)]),
         (
-            "per call, 100 chained in one jit (µs)",
+            "one jitted call at N = 1",
+            "µs per call, lower is better",
+            [("call_us", None)],
+        ),
+        (
+            "100 calls chained in one jit",
+            "µs per call, lower is better",
             [("chain_us", "CUDA graphs"), ("chain_us_no_graphs", "no CUDA graphs")],
         ),
-        ("bandwidth at 2^24 floats (GB/s)", [("bandwidth_gbs", None)]),
         (
-            "cold start, fresh process (s)",
+            "bandwidth at 2^24 floats",
+            "GB/s, higher is better",
+            [("bandwidth_gbs", None)],
+        ),
+        (
+            "cold start, fresh process",
+            "seconds, lower is better",
             [("first_call_s", "first call"), ("process_s", "whole process")],
         ),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.6))
-    for ax, (title, series) in zip(axes, panels, strict=True):
-        width = 0.8 / len(series)
+    fig, axes = plt.subplots(2, 2, figsize=(7.6, 7.4), layout="constrained")
+    for ax, (title, ylabel, series) in zip(axes.flat, panels, strict=True):
+        width, top = 0.8 / len(series), 0.0
         for k, (key, label) in enumerate(series):
             values = [
                 (data[c].get("cold", {}) if key.endswith("_s") else data[c]).get(key)
@@ -437,13 +452,21 @@ def _plot_bench() -> bytes:
             ]
             xs = [i - 0.4 + width * (k + 0.5) for i in range(len(cases))]
             ax.bar(xs, values, width, label=label)
+            top = max([top, *values])
         if any(label for _, label in series):
-            ax.legend(fontsize=7, frameon=False)
-        ax.set_title(title, fontsize=9)
+            ax.legend(fontsize=8, frameon=False, loc="upper left", ncol=2)
+            ax.set_ylim(0, top * 1.25 or 1.0)  # room for the legend above the bars
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel(ylabel, fontsize=9)
         ax.set_xticks(range(len(cases)))
-        ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=7)
-        ax.tick_params(axis="y", labelsize=7)
-    fig.tight_layout()
+        ax.set_xticklabels(cases, rotation=35, ha="right", fontsize=9)
+        ax.tick_params(axis="y", labelsize=8)
+    gpu = ", ".join(machine.get("gpus") or []) or "GPU not recorded"
+    fig.suptitle(
+        f"benchmarks/bench_gpu.py on {gpu}\n(medians of interleaved runs; "
+        "cold start: one fresh process each)",
+        fontsize=10,
+    )
     return _png(fig)
 
 

@@ -1,10 +1,11 @@
-"""Runs the Python blocks of one Markdown page in this process, in order.
+"""Runs Python blocks of one Markdown page in this process, in order.
 
 ``python docs_block_runner.py PLAN RESULTS``: PLAN is a JSON file
 ``{"page": path, "blocks": [{"number", "units": [{"line", "source", "mode"}]}]}``
-(see ``markdown_blocks.py``); RESULTS gets one JSON line when a block starts and one
-when it ends (its stdout, stderr and traceback if it raised), so a crash still names
-the block. The blocks share one ``__main__``-like namespace, as in a reader's session.
+(see ``markdown_blocks.py``): one block, or the page's setup block and a block marked
+``after setup``. RESULTS gets one JSON line when a block starts and one when it ends
+(its stdout, stderr and traceback if it raised), so a crash still names the block.
+The blocks of a plan share one ``__main__``-like namespace, as in a reader's session.
 Each unit is compiled under the page's own path with its page line numbers, and the
 page's text is put in ``linecache``, so tracebacks show the Markdown line and
 ``inspect.getsource`` (Triton, Warp) finds a kernel's source.

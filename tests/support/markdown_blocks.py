@@ -2,16 +2,24 @@
 
 Used by ``tests/docs/test_docs_code.py`` (README.md and every page under docs/):
 
-* a fenced block whose info string starts with ``python``, ``py`` or ``pycon`` runs;
-  the blocks of one page run in order in one fresh process (``docs_block_runner.py``),
-  so a block may use names an earlier block defined;
+* a fenced block whose info string starts with ``python``, ``py`` or ``pycon`` runs,
+  **on its own**: each block in a fresh process of its own, in an empty directory
+  (``docs_block_runner.py``), as a reader who copies that one block would run it. It
+  imports what it uses and defines what it needs;
+* or a page shares one **setup** block: ``<!-- docs-test: setup -->`` on the line
+  right before its fence (it runs on its own too), and ``<!-- docs-test: after
+  setup -->`` right before each later block that builds on it: such a block runs in a
+  fresh process right after the setup block, as a reader who ran the setup first
+  would (the page says so in its prose). At most one setup block per page; a block
+  marked ``after setup`` with no setup block before it is a ``MarkupError``;
 * a ```` ```text ```` block right after a ``python``/``py`` block (only blank lines
   between) is that block's expected stdout; a ``pycon`` block carries its own output
   (the lines without a ``>>>``/``...`` prompt); outputs are compared after stripping
   trailing whitespace per line and leading/trailing blank lines;
 * ``<!-- docs-test: skip (REASON) -->`` on the line right before a block's fence
   keeps it from running; the reason is mandatory, and any other ``docs-test``
-  comment, or one not right before a Python block, is a ``MarkupError``.
+  comment, or one not right before a Python block, is a ``MarkupError``. A block has
+  one marker at most.
 """
 
 from __future__ import annotations
@@ -22,11 +30,17 @@ from dataclasses import dataclass
 RUN_LANGS = ("python", "py", "pycon")
 OUTPUT_LANG = "text"
 SKIP_MARKER_HELP = "<!-- docs-test: skip (REASON) -->"
+MARKERS_HELP = (
+    "<!-- docs-test: skip (REASON) -->, <!-- docs-test: setup --> or "
+    "<!-- docs-test: after setup -->"
+)
 
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 # A marker is a line of its own; a mention inside prose or code is not one.
 _MARKER = re.compile(r"^\s*<!--.*docs-test")
 _SKIP = re.compile(r"^\s*<!--\s*docs-test:\s*skip\s*\((?P<reason>.*)\)\s*-->\s*$")
+_SETUP = re.compile(r"^\s*<!--\s*docs-test:\s*setup\s*-->\s*$")
+_AFTER = re.compile(r"^\s*<!--\s*docs-test:\s*after setup\s*-->\s*$")
 _PROMPT = re.compile(r"^(>>>|\.\.\.)(?: |$)")
 
 
@@ -66,6 +80,8 @@ class CodeBlock:
     expected: str | None = None  # expected stdout, None when the page shows none
     expected_line: int | None = None
     skip_reason: str | None = None
+    setup: bool = False  # the page's setup block
+    after_setup: bool = False  # runs after the page's setup block
 
     @property
     def where(self) -> str:
@@ -100,12 +116,22 @@ def code_blocks(text: str) -> list[CodeBlock]:
     lines = text.splitlines()
     all_fences = fences(text)
     inside = {n for f in all_fences for n in range(f.line, f.end_line + 1)}
-    markers = _skip_markers(lines, inside)
+    markers = _markers(lines, inside)
     blocks: list[CodeBlock] = []
     for k, fence in enumerate(all_fences):
         if fence.lang not in RUN_LANGS:
             continue
-        reason = markers.pop(fence.line - 1, None)
+        kind, reason = markers.pop(fence.line - 1, (None, None))
+        if kind == "setup" and any(b.setup for b in blocks):
+            raise MarkupError(
+                f"line {fence.line - 1}: a second docs-test setup block; a page has "
+                f"one setup block at most"
+            )
+        if kind == "after" and not any(b.setup for b in blocks):
+            raise MarkupError(
+                f"line {fence.line - 1}: a block marked 'after setup' needs the "
+                f"page's setup block (<!-- docs-test: setup -->) before it"
+            )
         first = fence.line + 1
         if fence.lang == "pycon":
             units, expected = _pycon(fence.body, first)
@@ -123,12 +149,14 @@ def code_blocks(text: str) -> list[CodeBlock]:
                 expected=expected,
                 expected_line=out_line,
                 skip_reason=reason,
+                setup=kind == "setup",
+                after_setup=kind == "after",
             )
         )
     if markers:
         line = min(markers)
         raise MarkupError(
-            f"line {line}: a docs-test skip marker must be on the line right before "
+            f"line {line}: a docs-test marker must be on the line right before "
             f"the opening fence of a ```python block"
         )
     return blocks
@@ -139,18 +167,26 @@ def normalise_output(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
 
 
-def _skip_markers(lines: list[str], inside: set[int]) -> dict[int, str]:
-    markers = {}
+def _markers(lines: list[str], inside: set[int]) -> dict[int, tuple[str, str | None]]:
+    """Line -> ("skip", reason), ("setup", None) or ("after", None)."""
+    markers: dict[int, tuple[str, str | None]] = {}
     for n, line in enumerate(lines, start=1):
         if n in inside or not _MARKER.match(line):
+            continue
+        if _SETUP.match(line):
+            markers[n] = ("setup", None)
+            continue
+        if _AFTER.match(line):
+            markers[n] = ("after", None)
             continue
         skip = _SKIP.match(line)
         if skip is None or not skip["reason"].strip():
             raise MarkupError(
                 f"line {n}: {line.strip()!r} is not a valid docs-test marker; "
-                f"write {SKIP_MARKER_HELP} with the reason the block cannot run here"
+                f"write {MARKERS_HELP} (a skip gives the reason the block cannot "
+                f"run here)"
             )
-        markers[n] = skip["reason"].strip()
+        markers[n] = ("skip", skip["reason"].strip())
     return markers
 
 

@@ -1,0 +1,230 @@
+"""Every docstring example of polykernel's source runs as written (issue 29, item 4).
+
+One test per docstring holding ``>>>`` lines (id: doctest's name, e.g.
+``polykernel.core.primitive.XLACustomKernel``), listed from the source
+(``docstring_examples.py``) and run with ``doctest`` in one fresh process for the
+whole package (``docstring_runner.py``; ``ELLIPSIS | NORMALIZE_WHITESPACE``), each
+docstring with empty globals and in an empty directory of its own: an example that
+uses a name it does not import fails with the ``NameError`` a reader copying it
+would get. The process gets the session's environment (private caches) with
+``JAX_PLATFORMS=cpu``, also under ``make test-gpu``.
+
+A statement marked ``# doctest: +SKIP`` carries its reason, ``(needs WHAT: WHY)``
+(``test_every_skipped_example_says_why``). An example importing an optional package
+missing here (warp, triton) is skipped with the package's name, one that builds CUDA
+code when nvcc is missing with that; nothing else is.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from docstring_examples import SKIP_HELP, DocExample, docstring_examples
+from subprocess_support import REPO, SUPPORT, missing_optional
+
+SRC = REPO / "src"
+RUNNER = SUPPORT / "docstring_runner.py"
+EXAMPLES = docstring_examples(SRC)
+TAIL = 6000
+
+
+def run_examples(
+    modules: list[str], env: dict[str, str], workdir: Path, pythonpath: Path = SRC
+) -> dict[str, dict]:
+    """Run the modules' docstring examples in one process; results by name (a module
+    that cannot be imported: ``{"error": ...}`` under the module's name)."""
+    results = workdir / "results.jsonl"
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), str(results), str(workdir / "cwd"), *modules],
+        cwd=workdir,
+        env={**env, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(pythonpath)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    found: dict[str, dict] = {}
+    lines = results.read_text().splitlines() if results.exists() else []
+    for entry in map(json.loads, lines):
+        key = entry.get("name", entry.get("module"))
+        found[key] = {**found.get(key, {}), **entry}
+    crashed = [k for k, v in found.items() if v.get("event") == "start"]
+    for name in crashed:  # the process died inside this docstring
+        found[name]["report"] = (
+            f"crashed the process (exit {proc.returncode})\n{proc.stderr[-TAIL:]}"
+        )
+    if proc.returncode != 0 and not crashed:
+        raise AssertionError(f"the runner exited {proc.returncode}\n{proc.stderr}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    import os
+
+    modules = list(dict.fromkeys(e.module for e in EXAMPLES))
+    return run_examples(modules, dict(os.environ), tmp_path_factory.mktemp("doc"))
+
+
+def _requirement_missing(example: DocExample) -> str | None:
+    if missing := missing_optional(example.text):
+        return f"needs {', '.join(missing)}, not installed here"
+    if "load_cuda_" in example.text and shutil.which("nvcc") is None:
+        return "builds CUDA code: nvcc not found"
+    return None
+
+
+def _where(example: DocExample) -> str:
+    return f"{example.path.relative_to(REPO)}:{example.line}"
+
+
+@pytest.mark.slow  # real compilation (Numba, C++, nvcc, Warp), one child process
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_docstring_example_runs(example: DocExample, results: dict[str, dict]):
+    if reason := _requirement_missing(example):
+        pytest.skip(f"{example.name}: {reason}")
+    if "error" in results.get(example.module, {}):
+        raise AssertionError(
+            f"{example.module} cannot be imported:\n{results[example.module]['error']}"
+        )
+    result = results.get(example.name)
+    assert result is not None, (
+        f"{_where(example)}: doctest did not find the examples of {example.name} "
+        f"(a docstring doctest does not see: move its examples where it looks)"
+    )
+    assert result.get("event") == "end" and result["failed"] == 0, (
+        f"{_where(example)}: the examples of {example.name} fail as written:\n"
+        + result["report"][-TAIL:]
+    )
+    assert result["attempted"] > result["skipped"], f"{example.name}: all skipped"
+
+
+@pytest.mark.slow
+def test_doctest_finds_exactly_the_listed_examples(results: dict[str, dict]):
+    """The runner's docstrings are the source's: none unlisted, none missed."""
+    ran = {k for k, v in results.items() if "event" in v}
+    listed = {e.name for e in EXAMPLES}
+    assert ran == listed, {"ran, not listed": ran - listed, "missed": listed - ran}
+
+
+def test_every_skipped_example_says_why():
+    bad = [
+        f"{e.path.relative_to(REPO)}:{line}: {source}"
+        for e in EXAMPLES
+        for line, source in e.skips_without_reason()
+    ]
+    assert not bad, f"+SKIP without a reason; write {SKIP_HELP}:\n" + "\n".join(bad)
+
+
+def test_the_package_has_examples():
+    assert len(EXAMPLES) > 100
+    assert "polykernel.core.primitive.XLACustomKernel" in {e.name for e in EXAMPLES}
+
+
+# -- the conventions themselves, on a synthetic package -------------------------------
+
+PACKAGE = '''
+"""A module.
+
+>>> from docpkg.mod import twice
+>>> twice(2)
+4
+"""
+import os
+
+SCALE = 2
+
+
+def twice(x):
+    """Twice ``x``.
+
+    Example:
+        >>> twice(3)  # uses the module's name without importing it
+        6
+    """
+    return SCALE * x
+
+
+class Thing:
+    """Example:
+        >>> import os
+        >>> open("written.txt", "w").write("x") and os.listdir(".")
+        ['written.txt']
+    """
+
+    @property
+    def value(self):
+        """>>> from docpkg.mod import Thing
+        >>> Thing().value
+        1
+        """
+        return 1
+
+    def on_gpu(self):
+        """>>> Thing().on_gpu()  # (needs a GPU: a CUDA device)  # doctest: +SKIP
+        >>> Thing().on_gpu()  # doctest: +SKIP
+        """
+
+    if os.name:
+
+        def conditional(self):
+            """>>> 1 + 1
+            2
+            """
+
+
+def _nested():
+    def inner():
+        """>>> not_found_by_doctest"""
+'''
+
+
+@pytest.fixture
+def synthetic(tmp_path: Path) -> tuple[Path, list[DocExample]]:
+    src = tmp_path / "src"
+    (src / "docpkg").mkdir(parents=True)
+    (src / "docpkg" / "__init__.py").write_text("")
+    (src / "docpkg" / "mod.py").write_text(PACKAGE)
+    (src / "docpkg" / "__main__.py").write_text('""">>> never run"""\n')
+    return src, docstring_examples(src, "docpkg")
+
+
+def test_the_lister_finds_what_doctest_finds(synthetic):
+    _, examples = synthetic
+    assert [(e.name, e.line) for e in examples] == [
+        ("docpkg.mod", 2),
+        ("docpkg.mod.twice", 14),
+        ("docpkg.mod.Thing", 24),
+        ("docpkg.mod.Thing.value", 32),
+        ("docpkg.mod.Thing.on_gpu", 39),
+        ("docpkg.mod.Thing.conditional", 46),
+    ]  # not __main__.py (importing it runs it), not a function's nested function
+    assert examples[4].skips_without_reason() == [
+        (40, "Thing().on_gpu()  # doctest: +SKIP")
+    ]
+
+
+def test_examples_run_with_empty_globals_each_in_its_own_directory(
+    synthetic, run_env: dict[str, str], tmp_path: Path
+):
+    src, examples = synthetic
+    found = run_examples(["docpkg.mod", "docpkg.missing"], run_env, tmp_path, src)
+    assert "No module named 'docpkg.missing'" in found["docpkg.missing"]["error"]
+    assert {e.name for e in examples} == {k for k, v in found.items() if "event" in v}
+    failed = {k: v["failed"] for k, v in found.items() if "event" in v}
+    assert failed == {
+        "docpkg.mod": 0,
+        "docpkg.mod.twice": 1,  # NameError: the example does not import twice
+        "docpkg.mod.Thing": 0,  # the directory was empty
+        "docpkg.mod.Thing.value": 0,
+        "docpkg.mod.Thing.on_gpu": 0,
+        "docpkg.mod.Thing.conditional": 0,
+    }
+    assert (
+        "NameError: name 'twice' is not defined" in found["docpkg.mod.twice"]["report"]
+    )
+    assert found["docpkg.mod.Thing.on_gpu"]["skipped"] == 2
