@@ -15,6 +15,7 @@ The classes are ``StrEnum``: a member *is* its string (``Platform.GPU == "gpu"``
 values stay plain strings in messages, keys and JSON.
 
 Example:
+    >>> from polykernel.platforms import lowering_platforms, platform_of, xla_platform
     >>> lowering_platforms("gpu")
     (<LoweringPlatform.CUDA: 'cuda'>, <LoweringPlatform.ROCM: 'rocm'>)
     >>> platform_of("cuda"), xla_platform("gpu")

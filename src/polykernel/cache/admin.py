@@ -134,6 +134,7 @@ def info() -> dict:
     the root cannot be used as it is (None when it can, or does not exist yet).
 
     Example:
+        >>> from polykernel.cache.admin import info
         >>> sorted(info())[:3]
         ['bytes', 'exists', 'files']
     """
@@ -172,6 +173,7 @@ def clear() -> int:
     stays); bytes freed.
 
     Example:
+        >>> from polykernel.cache.admin import clear
         >>> clear() >= 0
         True
     """
@@ -224,6 +226,7 @@ def prune(max_bytes: int | None = None, max_age: float | None = None) -> int:
         ValueError: a limit is negative or NaN.
 
     Example:
+        >>> from polykernel.cache.admin import prune
         >>> prune(10**12)
         0
     """

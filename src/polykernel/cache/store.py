@@ -160,6 +160,7 @@ def compute_key(
     """SHA-256 over named parts (order-independent); each part's digest at DEBUG.
 
     Example:
+        >>> from polykernel.cache.store import compute_key
         >>> len(compute_key({"source": "int x;", "flags": "-O3"}))
         64
     """

@@ -71,6 +71,7 @@ def export(
 
     Example:
         >>> import jax, jax.numpy as jnp
+        >>> from polykernel import export
         >>> spec = jax.ShapeDtypeStruct((4,), jnp.float32)
         >>> exported = export(jax.jit(jnp.sin))(spec)
         >>> exported.platforms
@@ -219,6 +220,7 @@ def exported_targets(exported: ExportedLike) -> list[str]:
 
     Example:
         >>> import jax, jax.numpy as jnp
+        >>> from polykernel import exported_targets
         >>> spec = jax.ShapeDtypeStruct((4,), jnp.float32)
         >>> exported_targets(jax.export.export(jax.jit(jnp.sin))(spec))
         []
@@ -250,9 +252,15 @@ def register_exported_targets(exported: ExportedLike) -> list[str]:
         KernelTypeError: ``exported`` is neither bytes nor an ``Exported``.
 
     Example:
-        >>> blob = pk.export(jax.jit(f))(spec).serialize()   # doctest: +SKIP
-        >>> pk.register_exported_targets(blob)               # in another process
-        ['pk_numba_0c1d...']                                 # doctest: +SKIP
+        >>> import jax, jax.numpy as jnp, numba, polykernel as pk
+        >>> @numba.njit
+        ... def double(x, out):
+        ...     for i in range(out.size):
+        ...         out[i] = 2 * x[i]
+        >>> spec = jax.ShapeDtypeStruct((4,), jnp.float32)
+        >>> blob = pk.export(jax.jit(pk.numba_kernel(double, spec)))(spec).serialize()
+        >>> pk.register_exported_targets(blob)  # in a new process, before deserializing
+        ['pk_numba_...']
     """
     exported = _as_exported(exported, "register_exported_targets")
     text = _program_text(exported, "register_exported_targets")
@@ -306,9 +314,17 @@ def load_exported(blob: ExportedLike) -> Exported:
             :func:`register_exported_targets`).
 
     Example:
-        >>> exported = pk.load_exported(open("f.jaxexport", "rb").read())
-        ...                                                   # doctest: +SKIP
-        >>> y = exported.call(x)                              # doctest: +SKIP
+        >>> import jax, jax.numpy as jnp, numba, polykernel as pk
+        >>> @numba.njit
+        ... def double(x, out):
+        ...     for i in range(out.size):
+        ...         out[i] = 2 * x[i]
+        >>> spec = jax.ShapeDtypeStruct((4,), jnp.float32)
+        >>> exported = pk.export(jax.jit(pk.numba_kernel(double, spec)))(spec)
+        >>> _ = open("f.jaxexport", "wb").write(exported.serialize())
+        >>> exported = pk.load_exported(open("f.jaxexport", "rb").read())  # any process
+        >>> exported.call(jnp.arange(4.0, dtype=jnp.float32)).tolist()
+        [0.0, 2.0, 4.0, 6.0]
     """
     exported = _as_exported(blob)
     register_exported_targets(exported)

@@ -66,6 +66,7 @@ def register(kernel: Any) -> None:
 
     Example:
         >>> import polykernel as pk
+        >>> from polykernel import get_all_primitive_names
         >>> op = pk.XLACustomKernel("docs.registry_demo")  # registers itself
         >>> "docs.registry_demo" in get_all_primitive_names()
         True
@@ -96,6 +97,7 @@ def unregister(name: str) -> bool:
     """Remove ``name`` from the registry; return whether it was present.
 
     Example:
+        >>> from polykernel.core.registry import unregister
         >>> unregister("no.such.primitive")
         False
     """
@@ -108,6 +110,7 @@ def get_registry() -> dict[str, Any]:
     """Return a copy of the registry as a ``{name: kernel}`` dict.
 
     Example:
+        >>> from polykernel import get_registry
         >>> isinstance(get_registry(), dict)
         True
     """
@@ -119,6 +122,7 @@ def get_all_primitive_names() -> list[str]:
     """Return the names of every registered primitive, sorted.
 
     Example:
+        >>> from polykernel import get_all_primitive_names
         >>> names = get_all_primitive_names()
         >>> names == sorted(names)
         True
@@ -136,6 +140,7 @@ def get_primitive(name: str) -> Any:
 
     Example:
         >>> import polykernel as pk
+        >>> from polykernel import get_primitive
         >>> op = pk.XLACustomKernel("docs.get_primitive_demo")
         >>> get_primitive("docs.get_primitive_demo") is op
         True
@@ -190,6 +195,7 @@ def get_primitives_by_tags(tags: str | Iterable[str]) -> dict[str, Any]:
 
     Example:
         >>> import polykernel as pk
+        >>> from polykernel import get_primitives_by_tags
         >>> op = pk.XLACustomKernel("docs.tags_demo")
         >>> op.def_tags("csr", "mv")
         >>> "docs.tags_demo" in get_primitives_by_tags({"csr"})

@@ -159,6 +159,7 @@ def ffi_header() -> Path:
     """Path of the installed jaxlib's ``xla/ffi/api/c_api.h`` (jaxlib not imported).
 
     Example:
+        >>> from polykernel.ffi.abi import ffi_header
         >>> ffi_header().name
         'c_api.h'
     """
@@ -173,6 +174,7 @@ def parse_api_version(header_text: str) -> tuple[int, int] | None:
     """``(major, minor)`` from the ``#define``s of a ``c_api.h``, or None.
 
     Example:
+        >>> from polykernel.ffi.abi import parse_api_version
         >>> text = "#define XLA_FFI_API_MAJOR 0\\n#define XLA_FFI_API_MINOR 4"
         >>> parse_api_version(text)
         (0, 4)
@@ -193,6 +195,7 @@ def installed_api_version() -> tuple[int, int]:
         BackendUnavailableError: the header is missing or names no version.
 
     Example:
+        >>> from polykernel.ffi.abi import SUPPORTED_VERSIONS, installed_api_version
         >>> installed_api_version() in SUPPORTED_VERSIONS
         True
     """
@@ -213,6 +216,7 @@ def layout_for(version: tuple[int, int]) -> dict[str, int]:
         BackendUnavailableError: polykernel does not know this version.
 
     Example:
+        >>> from polykernel.ffi.abi import layout_for
         >>> layout_for((0, 5))["FRAME_API"]
         16
     """
@@ -232,6 +236,7 @@ def layout() -> dict[str, int]:
     """The layout table of the installed jaxlib (see :func:`layout_for`).
 
     Example:
+        >>> from polykernel.ffi.abi import layout
         >>> layout()["BUFFER_DATA"]
         24
     """
@@ -265,6 +270,7 @@ def dtype_code(dtype: DTypeLike) -> int:
 
     Example:
         >>> import numpy as np
+        >>> from polykernel.ffi.abi import dtype_code
         >>> dtype_code(np.float32)
         11
     """
@@ -282,6 +288,7 @@ def dtype_name(code: int) -> str:
     """Name of an ``XLA_FFI_DataType`` code (``'code 42'`` when unknown).
 
     Example:
+        >>> from polykernel.ffi.abi import dtype_name
         >>> dtype_name(11)
         'float32'
     """

@@ -24,6 +24,7 @@ def target_name(prefix: str, *parts: str) -> str:
     """A valid FFI target name (and Python identifier) from a prefix and parts.
 
     Example:
+        >>> from polykernel.ffi.naming import target_name
         >>> target_name("pk_numba", "abc", "f32[1]")[:9]
         'pk_numba_'
     """

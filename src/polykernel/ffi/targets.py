@@ -131,9 +131,21 @@ def register(
             on that platform, or ``platform`` is unknown.
 
     Example:
-        >>> register("pk_demo", cfunc.address, platform="cpu", identity="abc",
-        ...          backend="numba", owner=cfunc)            # doctest: +SKIP
+        >>> import polykernel as pk
+        >>> from polykernel.ffi.targets import register
+        >>> src = '''
+        ... void twice(const pk::Tensor& x, pk::Tensor& y) {
+        ...   const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
+        ...   for (int64_t i = 0; i < x.numel(); ++i) b[i] = 2 * a[i];
+        ... }'''
+        >>> mod = pk.load_cpp_inline("doc_register", src, ["twice"])
+        >>> address = mod.twice.handler_address
+        >>> register("doc.twice", address, platform="cpu", identity="doc.twice",
+        ...          backend="cuda_raw", owner=mod)
         True
+        >>> register("doc.twice", address, platform="cpu", identity="doc.twice",
+        ...          backend="cuda_raw", owner=mod)  # the same identity again: a no-op
+        False
     """
     xla = _platform(name, platform)
     with _lock:

@@ -16,6 +16,7 @@ slice of every buffer. A problem is reported as a :class:`ValueError` whose mess
 matches the launcher's.
 
 Example:
+    >>> from polykernel.launcher.batching import plan_batch
     >>> plan = plan_batch([(3,), (3,)], n_in=1, shapes=[(1, 3), (4, 3)])
     >>> plan.batch_shape, plan.launches
     ((4,), 4)

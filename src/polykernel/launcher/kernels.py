@@ -19,12 +19,14 @@ XLA's stream; the image picked is the exact cubin for the device, else a cubin o
 the same major architecture, else PTX.
 
 Example:
+    >>> from polykernel.launcher.kernels import KernelImage, register_gpu_kernel
+    >>> from polykernel.launcher.layout import BufferSpec, LaunchSpec, pointer
     >>> spec = LaunchSpec(n_in=1, buffers=(BufferSpec("float32", (8,)),) * 2,
     ...                   params=(pointer(0), pointer(1)), grid=(1, 1, 1),
     ...                   block=(8, 1, 1))
     >>> k = register_gpu_kernel(KernelImage("cubin", "90", cubin), "copy", spec)
-    ...                                                   # doctest: +SKIP
-    >>> y = k(x)  # on a GPU                              # doctest: +SKIP
+    ...     # (needs a GPU: a cubin built for the device)  # doctest: +SKIP
+    >>> y = k(x)  # (needs a GPU: the launcher runs CUDA kernels)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class KernelImage:
     """One compiled image of a kernel: ``kind`` ``"cubin"`` or ``"ptx"`` for ``arch``.
 
     Example:
+        >>> from polykernel.launcher.kernels import KernelImage
         >>> KernelImage("ptx", "sm_90", b".version 8.0").arch
         '90'
     """

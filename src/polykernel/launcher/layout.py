@@ -12,6 +12,7 @@ reference packer the native one is tested against.
 Everything here is pure: no JAX, no CUDA, no disk.
 
 Example:
+    >>> from polykernel.launcher.layout import LaunchSpec, BufferSpec, pointer, constant
     >>> spec = LaunchSpec(
     ...     n_in=1,
     ...     buffers=(BufferSpec("float32", (4,)), BufferSpec("float32", (4,))),
@@ -107,6 +108,7 @@ def struct_param(value: bytes, buffer: int | None = None, align: int = 0) -> Par
     first 8 bytes on every launch.
 
     Example:
+        >>> from polykernel.launcher.layout import struct_param
         >>> struct_param(bytes(24), buffer=0).layout_align
         8
     """
@@ -117,6 +119,7 @@ def constant(value: object, dtype: str) -> Param:
     """A constant of NumPy ``dtype``; ``constant(0, "uint64")`` is a null pointer.
 
     Example:
+        >>> from polykernel.launcher.layout import constant
         >>> constant(2.0, "float32").value.hex()
         '00000040'
     """

@@ -70,6 +70,7 @@ def compute_key(parts: Mapping[str, str | bytes]) -> str:
     """SHA-256 over named parts, each part's digest logged at DEBUG here.
 
     Example:
+        >>> from polykernel.native.cache import compute_key
         >>> len(compute_key({"source": "int x;", "flags": "-O3"}))
         64
     """
@@ -149,6 +150,7 @@ def clear_cache(name: str | None = None) -> int:
         KernelTypeError: ``name`` is neither a string nor None.
 
     Example:
+        >>> from polykernel import clear_cache
         >>> clear_cache("no_such_module")
         0
     """

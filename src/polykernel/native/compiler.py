@@ -66,6 +66,7 @@ class CompileOptions:
         timeout: seconds before a compile is abandoned.
 
     Example:
+        >>> from polykernel import CompileOptions
         >>> CompileOptions(optimization=2, fast_math=True).optimization
         2
     """

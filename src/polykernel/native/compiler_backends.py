@@ -37,6 +37,7 @@ def so_ext() -> str:
         KernelToolchainError: the OS is none of Linux, macOS, Windows.
 
     Example:
+        >>> from polykernel import so_ext
         >>> so_ext() in (".so", ".dylib", ".dll")
         True
     """
@@ -159,8 +160,12 @@ class CPPBackend(CompilerBackend):
             object with a ``cxx`` attribute (the reference's ``CppToolchain``).
 
     Example:
-        >>> CPPBackend().compile_source(src, "out/lib.so", "build")  # doctest: +SKIP
-        'out/lib.so'
+        >>> import os
+        >>> from polykernel import CPPBackend
+        >>> os.makedirs("build", exist_ok=True)
+        >>> CPPBackend().compile_source('extern "C" int answer() { return 42; }',
+        ...                             "out/libanswer.so", "build")
+        'out/libanswer.so'
     """
 
     platform_name = "cpu"

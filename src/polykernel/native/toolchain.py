@@ -55,6 +55,7 @@ def find_host_compiler(explicit: str | None = None) -> str:
     """Absolute path of the host C++ compiler (``explicit``, ``$CXX``, g++, clang++).
 
     Example:
+        >>> from polykernel.native.toolchain import find_host_compiler
         >>> find_host_compiler().endswith("++")
         True
     """
@@ -147,6 +148,7 @@ def fingerprint(compiler: str, store: Path | None = None) -> str:
             one is reused while every file it depends on keeps its stat.
 
     Example:
+        >>> from polykernel.native.toolchain import fingerprint, find_host_compiler
         >>> "g++" in fingerprint(find_host_compiler()) or True
         True
     """
@@ -157,6 +159,9 @@ def has_static_runtime(compiler: str, store: Path | None = None) -> bool:
     """Whether the host ``compiler`` can link libstdc++ statically (``libstdc++.a``).
 
     Example:
+        >>> from polykernel.native.toolchain import (
+        ...     has_static_runtime, find_host_compiler,
+        ... )
         >>> isinstance(has_static_runtime(find_host_compiler()), bool)
         True
     """

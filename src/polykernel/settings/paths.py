@@ -64,6 +64,7 @@ def env_flag(
     process, naming the variable, the value and the accepted spellings.
 
     Example:
+        >>> from polykernel.settings.paths import env_flag
         >>> env_flag("POLYKERNEL_NO_SUCH_FLAG", default=True)  # unset: the default
         True
     """
@@ -104,6 +105,7 @@ def cache_root() -> Path:
 
     Example:
         >>> import polykernel.config as cfg  # this module's public face
+        >>> from pathlib import Path
         >>> isinstance(cfg.cache_root(), Path)
         True
     """
@@ -182,7 +184,8 @@ def set_cache_dir(path: str | os.PathLike | None) -> None:
 
     Example:
         >>> import polykernel as pk, tempfile
-        >>> pk.set_cache_dir(tempfile.mkdtemp())  # doctest: +SKIP
+        >>> pk.set_cache_dir(tempfile.mkdtemp())
+        >>> pk.set_cache_dir(None)  # back to $POLYKERNEL_CACHE_DIR or the default
     """
     global _cache_dir
     if path is None:
