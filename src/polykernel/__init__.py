@@ -12,7 +12,7 @@ changing the import line.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import backends as backends, config as config, testing as testing
+from . import backends as backends, config as config, errors, testing as testing
 from ._version import __version__ as __version__
 from .backends import register_backend as register_backend
 from .backends.numba import numba_kernel as numba_kernel
@@ -23,6 +23,8 @@ from .benchmark import (
     benchmark_function as benchmark_function,
 )
 from .contract import Backend as Backend, BackendKernel as BackendKernel
+from .core.dispatch import Dispatch as Dispatch
+from .core.explain import explain_dispatch as explain_dispatch
 from .core.exporting import (
     export as export,
     exported_targets as exported_targets,
@@ -41,49 +43,7 @@ from .core.transforms import (
     defjvp as defjvp,
     general_batching_rule as general_batching_rule,
 )
-from .errors import (
-    AttributeValueError as AttributeValueError,
-    BackendHookError as BackendHookError,
-    BackendPreferenceWarning as BackendPreferenceWarning,
-    BackendUnavailableError as BackendUnavailableError,
-    BenchmarkDataFnNotProvidedError as BenchmarkDataFnNotProvidedError,
-    BenchmarkMismatchWarning as BenchmarkMismatchWarning,
-    BrainEventError as BrainEventError,
-    CacheError as CacheError,
-    CacheWarning as CacheWarning,
-    CompilationError as CompilationError,
-    CUDANotInstalledError as CUDANotInstalledError,
-    DuplicatePrimitiveWarning as DuplicatePrimitiveWarning,
-    GpuArchDetectionError as GpuArchDetectionError,
-    HeaderNotFoundError as HeaderNotFoundError,
-    HostCompilerIncompatibleError as HostCompilerIncompatibleError,
-    HostCompilerNotFoundError as HostCompilerNotFoundError,
-    KernelCallError as KernelCallError,
-    KernelCompilationError as KernelCompilationError,
-    KernelError as KernelError,
-    KernelExecutionError as KernelExecutionError,
-    KernelFallbackExhaustedError as KernelFallbackExhaustedError,
-    KernelLoadError as KernelLoadError,
-    KernelLookupError as KernelLookupError,
-    KernelNotAvailableError as KernelNotAvailableError,
-    KernelRegistrationError as KernelRegistrationError,
-    KernelSourceNotFoundError as KernelSourceNotFoundError,
-    KernelToolchainError as KernelToolchainError,
-    KernelTypeError as KernelTypeError,
-    MathError as MathError,
-    NvccNotFoundError as NvccNotFoundError,
-    PolykernelError as PolykernelError,
-    PolykernelWarning as PolykernelWarning,
-    ToolchainError as ToolchainError,
-    UnknownBackendError as UnknownBackendError,
-    UnsupportedArchError as UnsupportedArchError,
-    UnsupportedDtypeError as UnsupportedDtypeError,
-    UnsupportedFeatureError as UnsupportedFeatureError,
-    UnsupportedOperationError as UnsupportedOperationError,
-    UnsupportedPlatformError as UnsupportedPlatformError,
-    UnsupportedShapeError as UnsupportedShapeError,
-    UnsupportedTransformError as UnsupportedTransformError,
-)
+from .errors import *  # noqa: F403  (every class of errors.__all__)
 from .ffi.targets import list_registered_targets as list_registered_targets
 from .settings.allocator import tune_allocator as tune_allocator
 from .settings.paths import (
@@ -102,62 +62,24 @@ from .settings.preferences import (
 )
 
 # Every public name, the lazy ones included: `from polykernel import *` and the API
-# reference (docs/api/) read this list; tests/core/test_import.py keeps it complete.
+# reference (docs/api/) read this list. Each name is listed once more where it comes
+# from (an import above, the lazy table below with its TYPE_CHECKING mirror, or
+# errors.__all__); tests/core/test_import.py checks that these lists agree.
 __all__ = [
-    "AttributeValueError",
     "Backend",
-    "BackendHookError",
     "BackendKernel",
-    "BackendPreferenceWarning",
-    "BackendUnavailableError",
     "BenchmarkConfig",
-    "BenchmarkDataFnNotProvidedError",
-    "BenchmarkMismatchWarning",
     "BenchmarkRecord",
     "BenchmarkResult",
-    "BrainEventError",
     "CPPBackend",
     "CUDABackend",
-    "CUDANotInstalledError",
-    "CacheError",
-    "CacheWarning",
-    "CompilationError",
     "CompileOptions",
     "CompiledModule",
     "CompilerBackend",
-    "DuplicatePrimitiveWarning",
-    "GpuArchDetectionError",
+    "Dispatch",
     "HIPBackend",
-    "HeaderNotFoundError",
-    "HostCompilerIncompatibleError",
-    "HostCompilerNotFoundError",
-    "KernelCallError",
-    "KernelCompilationError",
     "KernelEntry",
-    "KernelError",
-    "KernelExecutionError",
-    "KernelFallbackExhaustedError",
-    "KernelLoadError",
-    "KernelLookupError",
-    "KernelNotAvailableError",
-    "KernelRegistrationError",
-    "KernelSourceNotFoundError",
-    "KernelToolchainError",
-    "KernelTypeError",
-    "MathError",
     "NativeModule",
-    "NvccNotFoundError",
-    "PolykernelError",
-    "PolykernelWarning",
-    "ToolchainError",
-    "UnknownBackendError",
-    "UnsupportedArchError",
-    "UnsupportedDtypeError",
-    "UnsupportedFeatureError",
-    "UnsupportedOperationError",
-    "UnsupportedPlatformError",
-    "UnsupportedShapeError",
-    "UnsupportedTransformError",
     "XLACustomKernel",
     "__version__",
     "backends",
@@ -166,6 +88,7 @@ __all__ = [
     "clear_cache",
     "config",
     "defjvp",
+    "explain_dispatch",
     "export",
     "exported_targets",
     "general_batching_rule",
@@ -206,6 +129,7 @@ __all__ = [
     "tune_allocator",
     "warp_kernel",
 ]
+__all__ += errors.__all__  # the exception and warning classes, listed there once
 
 # The GPU-technology wrappers and the C++/CUDA loaders load on first use (PEP 562):
 # `import polykernel` does not pay for their modules (the Numba-CUDA package pulls

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import os
 
-from subprocess_support import last_json, run_python
+from subprocess_support import REPO, last_json, run_python
 
 OPTIONAL = [
     "numba",
@@ -63,3 +64,43 @@ def test_all_lists_every_public_name_and_each_resolves():
     assert set(errors.__all__) <= set(pk.__all__)
     assert {"backends", "config", "testing"} <= set(pk.__all__)
     assert all(getattr(pk, name) is not None for name in pk.__all__)
+
+
+def _init_tree() -> ast.Module:
+    return ast.parse((REPO / "src" / "polykernel" / "__init__.py").read_text())
+
+
+def _imported(nodes: list[ast.stmt]) -> dict[str, str]:
+    """``{public name: module}`` of the ``from .x import y as y`` statements."""
+    found = {}
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name != "*" and alias.asname == alias.name:
+                    found[alias.name] = "." * node.level + (node.module or "")
+    return found
+
+
+def test_public_names_are_listed_once_and_the_lists_agree():
+    import polykernel as pk
+    from polykernel import errors
+
+    tree = _init_tree()
+    eager = _imported(tree.body)
+    (mirror,) = [n for n in tree.body if isinstance(n, ast.If)]  # TYPE_CHECKING
+    lazy_typed = _imported(mirror.body)
+    # The lazy table and its TYPE_CHECKING mirror name the same things.
+    assert lazy_typed == pk._LAZY
+    # A name comes from one place: an import, the lazy table or errors.__all__.
+    assert not set(eager) & set(pk._LAZY)
+    assert not set(eager) & set(errors.__all__)
+    assert len(pk.__all__) == len(set(pk.__all__))
+    assert set(pk.__all__) == set(eager) | set(pk._LAZY) | set(errors.__all__)
+    # errors.__all__ is every class errors.py defines.
+    defined = {
+        n.name
+        for n in ast.parse((REPO / "src/polykernel/errors.py").read_text()).body
+        if isinstance(n, ast.ClassDef)
+    }
+    aliases = {n for n in errors.__all__ if getattr(errors, n).__name__ != n}
+    assert set(errors.__all__) - aliases == defined
