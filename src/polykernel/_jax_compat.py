@@ -48,6 +48,7 @@ __all__ = [
     "set_jvp_rule",
     "set_transpose_rule",
     "shardy_enabled",
+    "tracing",
     "unchecked_manual_axes",
     "unsharded_inputs",
     "zero_tangent",
@@ -357,6 +358,14 @@ def backends_initialised() -> bool:
     from jax._src import xla_bridge
 
     return xla_bridge.backends_are_initialized()
+
+
+def tracing() -> bool:
+    """Whether code runs inside a JAX transformation (``jit``, ``vmap``, ``grad``...)
+    rather than eagerly at the top level."""
+    from jax._src import core
+
+    return not core.trace_state_clean()
 
 
 def default_device_platform() -> str:

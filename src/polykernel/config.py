@@ -38,9 +38,11 @@ from .settings.preferences import (
     get_compute_capability,
     get_numba_num_threads,
     get_numba_parallel,
+    get_tuning_miss_warnings,
     set_backend,
     set_compute_capability,
     set_numba_parallel,
+    set_tuning_miss_warnings,
 )
 
 __all__ = [
@@ -57,8 +59,10 @@ __all__ = [
     "get_compute_capability",
     "get_numba_num_threads",
     "get_numba_parallel",
+    "get_tuning_miss_warnings",
     "set_backend",
     "set_cache_dir",
     "set_compute_capability",
     "set_numba_parallel",
+    "set_tuning_miss_warnings",
 ]

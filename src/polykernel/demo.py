@@ -6,7 +6,9 @@ same data (outputs are compared across backends; a mismatch fails the demo), pri
 comparison table, measures ``scipy.sparse`` on the same CSR matrices side by side, and
 writes ``results.json`` and ``results.png`` into the output directory, with
 ``machine.json`` beside them: what the numbers were measured on (:func:`machine_info`)
-and the load they met.
+and the load they met. Last, it tunes ``scaled_add`` on a small and a large case and
+shows the backend and launch parameters dispatch then picks for each (measured
+dispatch, ``docs/tuning.md``), into the run's config directory.
 
 Each case is timed until every backend's spread (IQR / median) is within 10 %, or the
 case has had its time budget (3 s of timed rounds, after at least 15 runs of each
@@ -132,6 +134,51 @@ def render(
     return "\n\n".join(p for p in parts if p)
 
 
+def tuned_dispatch(settings: Settings, width: int = TABLE_WIDTH) -> str:
+    """Tune ``scaled_add`` on a small and a large case (into the run's config
+    directory) and show what dispatch then picks for each, and why."""
+    import numpy as np
+
+    from . import catalog
+    from .core.explain import explain_dispatch
+
+    op = catalog.scaled_add_p
+    rng = np.random.default_rng(1)
+    cases = [
+        BenchmarkConfig(
+            f"n={n:.0e}",
+            (rng.random(n, np.float32), rng.random(n, np.float32)),
+            {"alpha": 2.0},
+        )
+        for n in (1_000, 1_000_000)
+    ]
+    seconds = 0.3 if settings.target_spread is None else 1.0
+    report = op.tune(platform="cpu", configs=cases, case_seconds=seconds)
+    lines = ["== tuned dispatch: scaled_add (op.tune(), then pk.explain_dispatch) =="]
+    for case, tuned in zip(cases, report.cases, strict=True):
+        (decision,) = explain_dispatch(
+            catalog.scaled_add, *case.args, platform="cpu", **case.kernel_kwargs
+        )
+        default = next(
+            m
+            for m in tuned.measured
+            if m.candidate.backend == op.get_default("cpu") and m.status == "ok"
+        )
+        winner = tuned.winner
+        gain = (default.median_s or 0) / (winner.median_s or 1) if winner else 1.0
+        line = (
+            f"{case.label}: {decision.backend}{_params(decision.params)} "
+            f"[{decision.reason}]; the fixed default "
+            f"{default.candidate.label} is {gain:.2f}x its time"
+        )
+        lines.append(line[:width])
+    return "\n".join(lines)
+
+
+def _params(params: Any) -> str:
+    return "(" + ", ".join(f"{k}={v!r}" for k, v in sorted(params.items())) + ")"
+
+
 def run(output: Path, settings: Settings = Settings()) -> int:
     """Benchmark the catalog, print the tables and write the files; return exit code."""
     from . import catalog
@@ -170,6 +217,8 @@ def run(output: Path, settings: Settings = Settings()) -> int:
     report = _scipy_report(results[csrmv], scipy_rows) if scipy_rows else ""
     print()
     print(render(list(results.values()), combined, report))
+    print()
+    print(tuned_dispatch(settings))
     output.mkdir(parents=True, exist_ok=True)
     json_path = combined.save(output / "results.json")
     png_path = combined.plot(output / "results.png", y="median_ms")

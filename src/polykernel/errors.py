@@ -37,7 +37,16 @@ describes the failure, so ``except ValueError`` (or ``TypeError``, ``ImportError
     │   └── CacheError ........................... OSError
     ├── BenchmarkDataFnNotProvidedError .......... ValueError
     ├── MathError ................................ ValueError
-    └── UnsupportedOperationError ................ TypeError
+    ├── UnsupportedOperationError ................ TypeError
+    ├── TuningError .............................. RuntimeError
+    ├── BenchmarkError (polykernel.benchmark)
+    │   ├── BenchmarkValueError .................. ValueError
+    │   ├── BenchmarkTypeError ................... TypeError
+    │   ├── BenchmarkFileNotFoundError ........... FileNotFoundError
+    │   └── BenchmarkWriteError .................. OSError
+    └── CheckError (polykernel.testing)
+        ├── CheckValueError ...................... ValueError
+        └── CheckTypeError ....................... TypeError
 
 Messages follow one template: *where* (primitive, backend, platform or file), *what*
 (expected vs got) and *how to fix* (the exact API, argument, extra or environment
@@ -52,11 +61,19 @@ __all__ = [
     "BackendPreferenceWarning",
     "BackendUnavailableError",
     "BenchmarkDataFnNotProvidedError",
+    "BenchmarkError",
+    "BenchmarkFileNotFoundError",
     "BenchmarkMismatchWarning",
+    "BenchmarkTypeError",
+    "BenchmarkValueError",
+    "BenchmarkWriteError",
     "BrainEventError",
     "CUDANotInstalledError",
     "CacheError",
     "CacheWarning",
+    "CheckError",
+    "CheckTypeError",
+    "CheckValueError",
     "CompilationError",
     "DuplicatePrimitiveWarning",
     "GpuArchDetectionError",
@@ -80,6 +97,8 @@ __all__ = [
     "PolykernelError",
     "PolykernelWarning",
     "ToolchainError",
+    "TuningError",
+    "TuningWarning",
     "UnknownBackendError",
     "UnsupportedArchError",
     "UnsupportedDtypeError",
@@ -314,6 +333,45 @@ class UnsupportedOperationError(PolykernelError, TypeError):
     """An operation has no meaning for this kind of object (reference name)."""
 
 
+class TuningError(PolykernelError, RuntimeError):
+    """Tuning cannot run as asked (inside a traced program, no candidate, no data)."""
+
+
+# -- the benchmark harness and check_kernel: each also the builtin raised before ------
+class BenchmarkError(PolykernelError):
+    """Base class of the errors of :mod:`polykernel.benchmark`."""
+
+
+class BenchmarkValueError(BenchmarkError, ValueError):
+    """A benchmark argument, option, filter expression, results file or record has a
+    bad value; the message names where (function, file, record, field) and the fix."""
+
+
+class BenchmarkTypeError(BenchmarkError, TypeError):
+    """A benchmark argument has the wrong type (a config, record, path or option)."""
+
+
+class BenchmarkFileNotFoundError(BenchmarkError, FileNotFoundError):
+    """A results file to load does not exist or is not a file."""
+
+
+class BenchmarkWriteError(BenchmarkError, OSError):
+    """A results file cannot be written (the message names the path)."""
+
+
+class CheckError(PolykernelError):
+    """Base class of ``check_kernel``'s argument errors (a failed check itself is a
+    ``KernelCheckError``, an ``AssertionError``)."""
+
+
+class CheckValueError(CheckError, ValueError):
+    """A ``check_kernel`` argument has a bad value (checks, tolerances, backends)."""
+
+
+class CheckTypeError(CheckError, TypeError):
+    """A ``check_kernel`` argument has the wrong type."""
+
+
 # -- warnings --------------------------------------------------------------------------
 class PolykernelWarning(UserWarning):
     """Base class of every warning polykernel emits."""
@@ -333,3 +391,7 @@ class BenchmarkMismatchWarning(PolykernelWarning):
 
 class BackendPreferenceWarning(PolykernelWarning):
     """A process-wide ``set_backend`` choice is not registered for a primitive."""
+
+
+class TuningWarning(PolykernelWarning):
+    """A tuned table was ignored, or a call found no tuned entry (when asked)."""

@@ -136,11 +136,15 @@ def sample_interleaved(
     clock: Callable[[], float],
     block: Callable[[Any], Any],
     catch_errors: bool = True,
+    n_settle: int = 0,
 ) -> Sampled:
     """Time ``calls`` (name -> zero-argument call) in rotating rounds under ``rule``.
 
     Each interval issues ``n_batch_per_run`` calls back to back and blocks once; the
-    recorded time is the interval divided by ``n_batch_per_run``. The clock is read
+    recorded time is the interval divided by ``n_batch_per_run``. With ``n_settle``,
+    each interval is preceded by that many untimed calls (blocked), so a backend is
+    timed in the steady state a loop calling it sees — its threads awake, its data in
+    cache — while the rounds still interleave the backends. The clock is read
     only around intervals and, for an adaptive rule, once per round for the budget.
     A call that raises drops its backend (in ``errors``), unless ``catch_errors`` is
     false.
@@ -164,6 +168,8 @@ def sample_interleaved(
         for name in _order(live, rounds):
             fn = calls[name]
             try:
+                for _ in range(n_settle):
+                    block(fn())
                 t0 = clock()
                 outs = [fn() for _ in range(n_batch_per_run)]
                 block(outs)

@@ -25,9 +25,10 @@ class _Launch(TypedDict):
     threads_per_block: int
 
 
-def _launch(n: int) -> _Launch:
-    """One thread per item; small problems get one small block (cheap to simulate)."""
-    return {"launch_dims": n, "threads_per_block": min(_TPB, 32 * max(1, -(-n // 32)))}
+def _launch(n: int, tpb: int = _TPB) -> _Launch:
+    """One thread per item in blocks of ``tpb`` (tuned per GPU); small problems get
+    one small block (cheap to simulate)."""
+    return {"launch_dims": n, "threads_per_block": min(tpb, 32 * max(1, -(-n // 32)))}
 
 
 @functools.cache
@@ -65,7 +66,9 @@ def _kernels() -> dict[str, Any]:
     return {"scaled_add": scaled_add, "gather": csr_gather, "scatter": csr_scatter}
 
 
-def scaled_add_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
+def scaled_add_generator(
+    outs: Any, alpha: float, threads_per_block: int = _TPB, **kwargs: Any
+) -> Any:
     """``alpha * x + y``, one thread per element (any shape, flattened)."""
     import jax
     import jax.numpy as jnp
@@ -74,7 +77,8 @@ def scaled_add_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
 
     shape, n = outs[0].shape, outs[0].size
     flat = jax.ShapeDtypeStruct((n,), outs[0].dtype)
-    call = numba_cuda_kernel(_kernels()["scaled_add"], flat, **_launch(n))
+    call = numba_cuda_kernel(_kernels()["scaled_add"], flat,
+                             **_launch(n, threads_per_block))  # fmt: skip
 
     def kernel(x, y):
         a = jnp.full((1,), alpha, jnp.float32)
@@ -84,7 +88,8 @@ def scaled_add_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
 
 
 def csrmv_generator(outs: Any, shape: tuple[int, int], transpose: bool,
-                    row_window: bool = False, **kwargs: Any) -> Any:  # fmt: skip
+                    row_window: bool = False, threads_per_block: int = _TPB,
+                    **kwargs: Any) -> Any:  # fmt: skip
     """``A @ v`` (a thread per row) or ``A.T @ v`` (a thread per row, atomics)."""
     import jax.numpy as jnp
 
@@ -95,7 +100,7 @@ def csrmv_generator(outs: Any, shape: tuple[int, int], transpose: bool,
             "csrmv: the numba_cuda kernel does not take row windows (sharded "
             "calls); use backend='jax_raw' under sharding on the GPU."
         )
-    launch = _launch(shape[0])
+    launch = _launch(shape[0], threads_per_block)
     if not transpose:
         return numba_cuda_kernel(_kernels()["gather"], outs[0], **launch)
     call = numba_cuda_kernel(_kernels()["scatter"], outs[0],

@@ -68,17 +68,19 @@ def has_pallas() -> bool:
     return importlib.util.find_spec("jax.experimental.pallas") is not None
 
 
-def pallas_elementwise(body: Any, outs: Any, n_inputs: int) -> Any:
+def pallas_elementwise(
+    body: Any, outs: Any, n_inputs: int, block: int = PALLAS_BLOCK
+) -> Any:
     """A ``pallas_kernel`` of an elementwise ``body``, shaped for the platform.
 
     The returned function takes arrays of any (equal) shape: they are flattened,
     run through ``body`` and reshaped back. On the CPU (interpret mode) the body runs
     once on whole arrays: a grid there is a sequential loop of XLA ops, ten times
-    slower at 10^6 elements. On the GPU each program handles ``PALLAS_BLOCK``
-    elements, and the arrays are padded to whole blocks: on an H200 with JAX 0.11.2,
-    a ragged last block gave wrong elements of int8/int32/bool outputs (33 to 882
-    of 5000 and 10^6, varying between runs; plain ``pl.pallas_call`` alike), while
-    whole blocks gave none.
+    slower at 10^6 elements. On the GPU each program handles ``block`` elements
+    (``PALLAS_BLOCK`` unless tuned), and the arrays are padded to whole blocks: on
+    an H200 with JAX 0.11.2, a ragged last block gave wrong elements of
+    int8/int32/bool outputs (33 to 882 of 5000 and 10^6, varying between runs; plain
+    ``pl.pallas_call`` alike), while whole blocks gave none.
     """
     import jax
     import jax.numpy as jnp
@@ -92,10 +94,10 @@ def pallas_elementwise(body: Any, outs: Any, n_inputs: int) -> Any:
     if current_platform() == "gpu":
         from jax.experimental import pallas as pl
 
-        padded = pl.cdiv(n, PALLAS_BLOCK) * PALLAS_BLOCK
-        spec = pl.BlockSpec((PALLAS_BLOCK,), lambda i: (i,))
+        padded = pl.cdiv(n, block) * block
+        spec = pl.BlockSpec((block,), lambda i: (i,))
         options = {
-            "grid": (padded // PALLAS_BLOCK,),
+            "grid": (padded // block,),
             "in_specs": [spec] * n_inputs,
             "out_specs": [spec] * len(outs),
             "num_warps": 4,

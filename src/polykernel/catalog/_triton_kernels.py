@@ -49,16 +49,25 @@ def _csr_gather(data_ptr, index_ptr, ptr_ptr, v_ptr, out_ptr, BLOCK: tl.constexp
     tl.store(out_ptr + row, tl.sum(acc, axis=0))
 
 
-def scaled_add_triton(outs: Any, alpha: float) -> Any:
-    """``alpha * x + y`` as one Triton launch (``outs``: the primitive's outs)."""
+def scaled_add_triton(
+    outs: Any, alpha: float, block: int = _BLOCK, num_warps: int = 4
+) -> Any:
+    """``alpha * x + y`` as one Triton launch (``outs``: the primitive's outs), in
+    programs of ``block`` elements (tuned per GPU and size)."""
     n = int(outs[0].size)
-    grid = (triton.cdiv(n, _BLOCK),)
-    kernel = triton_kernel(_scaled_add, outs[0], grid=grid, BLOCK=_BLOCK)
+    grid = (triton.cdiv(n, block),)
+    kernel = triton_kernel(_scaled_add, outs[0], grid=grid, num_warps=num_warps,
+                           BLOCK=block)  # fmt: skip
     return lambda x, y: [kernel(x, y, n=n, alpha=float(alpha))]
 
 
 def csrmv_triton(
-    outs: Any, shape: tuple[int, int], transpose: bool, row_window: bool = False
+    outs: Any,
+    shape: tuple[int, int],
+    transpose: bool,
+    row_window: bool = False,
+    block: int = _NNZ_BLOCK,
+    num_warps: int = 1,
 ) -> Any:
     """``A @ v`` (a row gather), or ``A.T @ v`` through the same gather on CSC.
 
@@ -67,8 +76,8 @@ def csrmv_triton(
     make the result non-deterministic. The CSC form is built with ``jnp``.
     """
     n_out = int(outs[0].shape[0])
-    kernel = triton_kernel(_csr_gather, outs[0], grid=(n_out,), num_warps=1,
-                           BLOCK=_NNZ_BLOCK)  # fmt: skip
+    kernel = triton_kernel(_csr_gather, outs[0], grid=(n_out,), num_warps=num_warps,
+                           BLOCK=block)  # fmt: skip
     if not transpose:
         # Absolute offsets: a row window of indptr works unchanged.
         return lambda data, indices, indptr, v: [kernel(data, indices, indptr, v)]

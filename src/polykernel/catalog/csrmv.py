@@ -13,15 +13,18 @@ which the native kernels read directly and ``jax_raw`` reads with ``row_window=T
 
 The Numba and C++ kernels cast indices to unsigned before indexing: that removes
 Python-style negative-index handling from the inner loop (1.6x faster here) and keeps
-two partial sums to shorten the floating-point dependency chain. The C++ gather
-(``A @ v``) splits its rows over XLA's intra-op threads with ``pk::parallel_for``; the
-scatter (``A.T @ v``) stays serial, since two rows may add into the same entry.
+two partial sums to shorten the floating-point dependency chain. Serial or parallel
+is a tuned launch parameter (``docs/tuning.md``): Numba's ``parallel`` (``prange``),
+C++'s ``grain`` (stored entries per piece of ``pk::parallel_for``; 0 is serial). The
+parallel scatter (``A.T @ v``) gives each thread a private copy of the output, since
+two rows may add into the same entry, and sums the copies in a fixed order.
 On the GPU, ``triton`` gathers one row per program (the transpose gathers over a CSC
 copy built with ``jnp``: no atomics, deterministic sums).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -44,9 +47,23 @@ from ._support import (
 __all__ = ["csrmv", "csrmv_p"]
 
 _CPP = """
+#include <algorithm>
 #include <cstdint>
+#include <vector>
+// A row of A @ v, with two partial sums (a shorter floating-point dependency chain).
+static inline float csr_row(const float* d, const uint32_t* idx, const float* x,
+                            int64_t j, int64_t end) {
+  float a0 = 0.f, a1 = 0.f;
+  for (; j + 1 < end; j += 2) {
+    a0 += d[j] * x[idx[j]];
+    a1 += d[j + 1] * x[idx[j + 1]];
+  }
+  if (j < end) a0 += d[j] * x[idx[j]];
+  return a0 + a1;
+}
 void csrmv_gather(const pk::Tensor& data, const pk::Tensor& indices,
-                  const pk::Tensor& indptr, const pk::Tensor& v, pk::Tensor& out) {
+                  const pk::Tensor& indptr, const pk::Tensor& v, pk::Tensor& out,
+                  int64_t grain) {
   const float* d = data.data_ptr<float>();
   const uint32_t* idx = reinterpret_cast<const uint32_t*>(indices.data_ptr<int32_t>());
   const int32_t* ptr = indptr.data_ptr<int32_t>();
@@ -54,37 +71,59 @@ void csrmv_gather(const pk::Tensor& data, const pk::Tensor& indices,
   float* y = out.data_ptr<float>();
   const int64_t rows = out.numel();
   PK_CHECK(indptr.numel() == rows + 1, "csrmv: indptr must have n_rows + 1 entries");
-  // Rows are independent: split them over XLA's intra-op threads, ~32k entries a piece.
+  PK_CHECK(grain >= 0, "csrmv: grain must be >= 0 (0: serial), got " << grain);
+  auto body = [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i] = csr_row(d, idx, x, ptr[i], ptr[i + 1]);
+  };
+  if (grain == 0) { body(0, rows); return; }
+  // Rows are independent: split them over XLA's intra-op threads, about `grain`
+  // stored entries a piece (a tuned launch parameter).
   const int64_t per_row = rows > 0 ? ptr[rows] / rows + 1 : 1;
-  pk::parallel_for(0, rows, 32768 / per_row + 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      float a0 = 0.f, a1 = 0.f;
-      int64_t j = ptr[i];
-      const int64_t end = ptr[i + 1];
-      for (; j + 1 < end; j += 2) {
-        a0 += d[j] * x[idx[j]];
-        a1 += d[j + 1] * x[idx[j + 1]];
-      }
-      if (j < end) a0 += d[j] * x[idx[j]];
-      y[i] = a0 + a1;
-    }
-  });
+  pk::parallel_for(0, rows, grain / per_row + 1, body);
 }
 void csrmv_scatter(const pk::Tensor& data, const pk::Tensor& indices,
-                   const pk::Tensor& indptr, const pk::Tensor& v, pk::Tensor& out) {
+                   const pk::Tensor& indptr, const pk::Tensor& v, pk::Tensor& out,
+                   int64_t grain) {
   const float* d = data.data_ptr<float>();
   const uint32_t* idx = reinterpret_cast<const uint32_t*>(indices.data_ptr<int32_t>());
   const int32_t* ptr = indptr.data_ptr<int32_t>();
   const float* x = v.data_ptr<float>();
   float* y = out.data_ptr<float>();
-  const int64_t rows = indptr.numel() - 1;
-  for (int64_t k = 0; k < out.numel(); ++k) y[k] = 0.f;
-  for (int64_t i = 0; i < rows; ++i) {
-    const float xi = x[i];
-    for (int64_t j = ptr[i]; j < ptr[i + 1]; ++j) y[idx[j]] += d[j] * xi;
-  }
+  const int64_t rows = indptr.numel() - 1, n = out.numel();
+  PK_CHECK(grain >= 0, "csrmv: grain must be >= 0 (0: serial), got " << grain);
+  auto scatter = [&](float* acc, int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const float xi = x[i];
+      for (int64_t j = ptr[i]; j < ptr[i + 1]; ++j) acc[idx[j]] += d[j] * xi;
+    }
+  };
+  const int64_t pieces = grain == 0 ? 1 : std::min<int64_t>(
+      pk::num_threads(), rows > 0 ? (ptr[rows] + grain - 1) / grain : 1);
+  for (int64_t k = 0; k < n; ++k) y[k] = 0.f;
+  if (pieces <= 1) { scatter(y, 0, rows); return; }
+  // Two rows may add into one entry: each piece scatters its rows into a private
+  // copy of y, and the copies are summed in piece order (deterministic).
+  std::vector<float> partial(static_cast<size_t>(pieces) * n, 0.f);
+  const int64_t chunk = (rows + pieces - 1) / pieces;
+  pk::parallel_for(0, pieces, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p)
+      scatter(partial.data() + p * n, p * chunk, std::min(rows, (p + 1) * chunk));
+  });
+  pk::parallel_for(0, n, 1 << 14, [&](int64_t lo, int64_t hi) {
+    for (int64_t k = lo; k < hi; ++k) {
+      float s = 0.f;
+      for (int64_t p = 0; p < pieces; ++p) s += partial[p * n + k];
+      y[k] = s;
+    }
+  });
 }
 """
+#: Launch parameters tuned per device and size (``docs/tuning.md``); the first of
+#: each is the default.
+NUMBA_TUNE = {"parallel": [False, True]}
+CPP_TUNE = {"grain": [32768, 0, 4096, 262144]}
+TRITON_TUNE = {"BLOCK": [32, 16, 64], "num_warps": [1, 2]}
+NUMBA_CUDA_TUNE = {"threads_per_block": [256, 128, 512]}
 
 
 def _jax_generator(
@@ -103,27 +142,13 @@ def _jax_generator(
     return kernel
 
 
-def _numba_generator(outs: Any, transpose: bool, **kwargs: Any) -> Any:
+@functools.cache
+def _numba_kernels() -> dict[tuple[bool, bool], Any]:
     import numba
 
-    from ..backends.numba import numba_kernel
-
-    if transpose:
-
-        @numba.njit
-        def scatter(data, indices, indptr, v, out):
-            out[:] = 0
-            for i in range(indptr.size - 1):
-                vi = v[i]
-                for j in range(indptr[i], indptr[i + 1]):
-                    out[np.uint64(indices[j])] += data[j] * vi
-
-        return numba_kernel(scatter, outs=outs[0])
-
-    @numba.njit
     def gather(data, indices, indptr, v, out):
         one = np.uint64(1)
-        for i in range(out.size):
+        for i in numba.prange(out.size):
             a0 = np.float32(0)
             a1 = np.float32(0)
             j = np.uint64(indptr[i])
@@ -136,37 +161,76 @@ def _numba_generator(outs: Any, transpose: bool, **kwargs: Any) -> Any:
                 a0 += data[j] * v[np.uint64(indices[j])]
             out[i] = a0 + a1
 
-    return numba_kernel(gather, outs=outs[0])
+    def scatter(data, indices, indptr, v, out):
+        out[:] = 0
+        for i in range(indptr.size - 1):
+            vi = v[i]
+            for j in range(indptr[i], indptr[i + 1]):
+                out[np.uint64(indices[j])] += data[j] * vi
+
+    def scatter_parallel(data, indices, indptr, v, out):
+        # Two rows may add into one entry: each thread's rows go to a private copy.
+        pieces = numba.get_num_threads()
+        rows = indptr.size - 1
+        chunk = (rows + pieces - 1) // pieces
+        partial = np.zeros((pieces, out.size), np.float32)
+        for p in numba.prange(pieces):
+            for i in range(p * chunk, min(rows, (p + 1) * chunk)):
+                vi = v[i]
+                for j in range(indptr[i], indptr[i + 1]):
+                    partial[p, np.uint64(indices[j])] += data[j] * vi
+        for k in numba.prange(out.size):
+            s = np.float32(0)
+            for p in range(pieces):
+                s += partial[p, k]
+            out[k] = s
+
+    jit = numba.njit
+    return {(False, False): jit(gather), (False, True): jit(parallel=True)(gather),
+            (True, False): jit(scatter),
+            (True, True): jit(parallel=True)(scatter_parallel)}  # fmt: skip
 
 
-def _cpp_generator(outs: Any, transpose: bool, **kwargs: Any) -> Any:
+def _numba_generator(
+    outs: Any, transpose: bool, parallel: bool = False, **kwargs: Any
+) -> Any:
+    from ..backends.numba import numba_kernel
+
+    return numba_kernel(_numba_kernels()[bool(transpose), bool(parallel)], outs=outs[0])
+
+
+def _cpp_generator(
+    outs: Any, transpose: bool, grain: int = CPP_TUNE["grain"][0], **kwargs: Any
+) -> Any:
     from ..backends.cuda_raw import load_cpp_inline
 
     module = load_cpp_inline(
         "polykernel_catalog_csrmv", _CPP, ["csrmv_gather", "csrmv_scatter"]
     )
     fn = module.csrmv_scatter if transpose else module.csrmv_gather
-    return lambda data, indices, indptr, v: fn(data, indices, indptr, v, outs=outs[0])
+    return lambda data, indices, indptr, v: fn(data, indices, indptr, v, outs=outs[0],
+                                               grain=int(grain))  # fmt: skip
 
 
 def _triton_generator(
-    outs: Any, shape: tuple[int, int], transpose: bool, row_window=False, **kw: Any
-) -> Any:
+    outs: Any, shape: tuple[int, int], transpose: bool, row_window=False,
+    BLOCK: int = 32, num_warps: int = 1, **kw: Any,
+) -> Any:  # fmt: skip
     from ._triton_kernels import csrmv_triton  # imports triton: only here
 
-    return csrmv_triton(outs, shape, transpose, row_window)
+    return csrmv_triton(outs, shape, transpose, row_window, BLOCK, num_warps)
 
 
 csrmv_p = XLACustomKernel("polykernel.catalog.csrmv")
 csrmv_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
 if has_numba():
-    csrmv_p.def_numba_kernel(_numba_generator, asdefault=True)
+    csrmv_p.def_numba_kernel(_numba_generator, asdefault=True, tune=NUMBA_TUNE)
 if has_cxx():
-    csrmv_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+    csrmv_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu", tune=CPP_TUNE)
 if has_numba_cuda():  # registered for gpu; numba.cuda imported on first use
-    csrmv_p.def_numba_cuda_kernel(csrmv_generator)
+    csrmv_p.def_numba_cuda_kernel(csrmv_generator, tune=NUMBA_CUDA_TUNE)
 if has_triton():
-    csrmv_p.def_triton_kernel(_triton_generator)
+    csrmv_p.def_triton_kernel(_triton_generator, tune=TRITON_TUNE)
 # Registered last, so a GPU kernel stays the default: the GPU benchmarks' reference.
 csrmv_p.def_jax_raw_kernel(_jax_generator, platform="gpu")
 csrmv_p.def_tags("csr", "float", "mv")

@@ -1,9 +1,10 @@
 """``scaled_add``: ``out = alpha * x + y`` for float32 vectors — the simplest primitive.
 
-Backends: ``jax_raw``, ``numba`` (a serial loop: memory-bound, and thread start-up
-costs more than it saves at small sizes), ``cuda_raw`` on the CPU
-(C++ ``-O3``), ``triton`` on the GPU, and ``pallas`` on the CPU (interpret mode, a
-debugging path) and the GPU (Pallas' Triton backend; lowered and tested here,
+Backends: ``jax_raw``, ``numba`` (a loop, serial or ``prange``-parallel: a tuned
+launch parameter, since thread start-up costs more than it saves at small sizes),
+``cuda_raw`` on the CPU (C++ ``-O3``, split over XLA's threads in pieces of a tuned
+``grain``, or serial), ``triton`` on the GPU, and ``pallas`` on the CPU (interpret
+mode, a debugging path) and the GPU (Pallas' Triton backend; lowered and tested here,
 launched only by ``make test-gpu``). Differentiable in both inputs: the tangent
 rules are plain ``jnp`` expressions, so reverse mode needs no transpose rule.
 Batch-partitioned: sharded inputs are not gathered.
@@ -11,6 +12,7 @@ Batch-partitioned: sharded inputs are not gathered.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -32,76 +34,97 @@ __all__ = ["scaled_add", "scaled_add_p"]
 
 _CPP = """
 void scaled_add(const pk::Tensor& x, const pk::Tensor& y, pk::Tensor& out,
-                float alpha) {
+                float alpha, int64_t grain) {
   const float* a = x.data_ptr<float>();
   const float* b = y.data_ptr<float>();
   float* o = out.data_ptr<float>();
   const int64_t n = out.numel();
   PK_CHECK(x.numel() == n && y.numel() == n, "scaled_add: x, y, out sizes differ");
-  // Memory-bound: split large arrays over XLA's intra-op threads, as XLA does.
-  pk::parallel_for(0, n, 1 << 16, [&](int64_t lo, int64_t hi) {
+  PK_CHECK(grain >= 0, "scaled_add: grain must be >= 0 (0: serial), got " << grain);
+  auto body = [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) o[i] = alpha * a[i] + b[i];
-  });
+  };
+  // Memory-bound: split large arrays over XLA's intra-op threads in pieces of
+  // `grain` elements (a tuned launch parameter), or run serially (grain 0).
+  if (grain == 0) body(0, n); else pk::parallel_for(0, n, grain, body);
 }
 """
+#: Launch parameters tuned per device and size (``docs/tuning.md``); the first of
+#: each is the default.
+NUMBA_TUNE = {"parallel": [False, True]}
+CPP_TUNE = {"grain": [1 << 16, 0, 1 << 14, 1 << 18]}
+TRITON_TUNE = {"BLOCK": [1024, 256, 4096], "num_warps": [4, 8]}
+NUMBA_CUDA_TUNE = {"threads_per_block": [256, 128, 512]}
+PALLAS_GPU_TUNE = {"block": [1024, 512, 2048]}
 
 
 def _jax_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
     return lambda x, y: alpha * x + y
 
 
-def _numba_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
+@functools.cache
+def _numba_kernels() -> dict[bool, Any]:
     import numba
 
-    from ..backends.numba import numba_kernel
-
-    scale = np.float32(alpha)
-
-    @numba.njit
-    def kernel(x, y, out):
+    def body(x, y, out, alpha):
         # Any rank: the buffers are C-contiguous, so flat views cover them.
         x, y, out = x.reshape(-1), y.reshape(-1), out.reshape(-1)
-        for i in range(out.size):
-            out[i] = scale * x[i] + y[i]
+        a = np.float32(alpha)
+        for i in numba.prange(out.size):
+            out[i] = a * x[i] + y[i]
 
-    return numba_kernel(kernel, outs=outs[0])
+    # prange is a plain range unless compiled with parallel=True.
+    return {p: numba.njit(parallel=p)(body) for p in (False, True)}
 
 
-def _cpp_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
+def _numba_generator(outs: Any, alpha: float, parallel: bool = False, **kw: Any) -> Any:
+    from ..backends.numba import numba_kernel
+
+    kernel = numba_kernel(_numba_kernels()[bool(parallel)], outs=outs[0])
+    return lambda x, y: kernel(x, y, alpha=np.float32(alpha))
+
+
+def _cpp_generator(
+    outs: Any, alpha: float, grain: int = CPP_TUNE["grain"][0], **kwargs: Any
+) -> Any:
     from ..backends.cuda_raw import load_cpp_inline
 
     module = load_cpp_inline("polykernel_catalog_scaled_add", _CPP, ["scaled_add"])
-    return lambda x, y: module.scaled_add(x, y, outs=outs[0], alpha=float(alpha))
+    return lambda x, y: module.scaled_add(
+        x, y, outs=outs[0], alpha=float(alpha), grain=int(grain)
+    )
 
 
-def _triton_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
+def _triton_generator(
+    outs: Any, alpha: float, BLOCK: int = 1024, num_warps: int = 4, **kwargs: Any
+) -> Any:
     from ._triton_kernels import scaled_add_triton  # imports triton: only here
 
-    return scaled_add_triton(outs, alpha)
+    return scaled_add_triton(outs, alpha, BLOCK, num_warps)
 
 
 def _scaled_add_pallas(x_ref, y_ref, out_ref, *, alpha: float) -> None:
     out_ref[...] = alpha * x_ref[...] + y_ref[...]
 
 
-def _pallas_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
-    run = pallas_elementwise(_scaled_add_pallas, outs, n_inputs=2)
+def _pallas_generator(outs: Any, alpha: float, block: int = 1024, **kw: Any) -> Any:
+    run = pallas_elementwise(_scaled_add_pallas, outs, n_inputs=2, block=block)
     return lambda x, y: run(x, y, alpha=np.float32(alpha))
 
 
 scaled_add_p = XLACustomKernel("polykernel.catalog.scaled_add")
 scaled_add_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
 if has_numba():
-    scaled_add_p.def_numba_kernel(_numba_generator, asdefault=True)
+    scaled_add_p.def_numba_kernel(_numba_generator, asdefault=True, tune=NUMBA_TUNE)
 if has_cxx():
-    scaled_add_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+    scaled_add_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu", tune=CPP_TUNE)
 if has_numba_cuda():  # registered for gpu; numba.cuda imported on first use
-    scaled_add_p.def_numba_cuda_kernel(scaled_add_generator)
+    scaled_add_p.def_numba_cuda_kernel(scaled_add_generator, tune=NUMBA_CUDA_TUNE)
 if has_triton():
-    scaled_add_p.def_triton_kernel(_triton_generator)
+    scaled_add_p.def_triton_kernel(_triton_generator, tune=TRITON_TUNE)
 if has_pallas():
     scaled_add_p.def_pallas_kernel("cpu", _pallas_generator)
-    scaled_add_p.def_pallas_kernel("gpu", _pallas_generator)
+    scaled_add_p.def_pallas_kernel("gpu", _pallas_generator, tune=PALLAS_GPU_TUNE)
 # Registered last, so a GPU kernel stays the default: the GPU benchmarks' reference.
 scaled_add_p.def_jax_raw_kernel(_jax_generator, platform="gpu")
 scaled_add_p.def_tags("elementwise", "float")

@@ -8,6 +8,7 @@ Linear in ``data`` (JVP provided); ``spikes`` is boolean and has no tangent.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -20,24 +21,51 @@ from ._support import has_cxx, has_numba, random_csr, row_ids
 __all__ = ["event_csrmv", "event_csrmv_p"]
 
 _CPP = """
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 void event_csrmv(const pk::Tensor& data, const pk::Tensor& indices,
-                 const pk::Tensor& indptr, const pk::Tensor& spikes, pk::Tensor& out) {
+                 const pk::Tensor& indptr, const pk::Tensor& spikes, pk::Tensor& out,
+                 int64_t grain) {
   const float* d = data.data_ptr<float>();
   const uint32_t* idx = reinterpret_cast<const uint32_t*>(indices.data_ptr<int32_t>());
   const int32_t* ptr = indptr.data_ptr<int32_t>();
   const bool* s = spikes.data_ptr<bool>();
   float* y = out.data_ptr<float>();
-  const int64_t rows = indptr.numel() - 1;
+  const int64_t rows = indptr.numel() - 1, n = out.numel();
   PK_CHECK(spikes.numel() == rows, "event_csrmv: spikes must have n_rows entries");
-  for (int64_t k = 0; k < out.numel(); ++k) y[k] = 0.f;
-  // A scatter: two rows may add into the same entry, so no pk::parallel_for here.
-  for (int64_t i = 0; i < rows; ++i) {
-    if (!s[i]) continue;
-    for (int64_t j = ptr[i]; j < ptr[i + 1]; ++j) y[idx[j]] += d[j];
-  }
+  PK_CHECK(grain >= 0, "event_csrmv: grain must be >= 0 (0: serial), got " << grain);
+  auto scatter = [&](float* acc, int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      if (!s[i]) continue;
+      for (int64_t j = ptr[i]; j < ptr[i + 1]; ++j) acc[idx[j]] += d[j];
+    }
+  };
+  const int64_t pieces = grain == 0 ? 1 : std::min<int64_t>(
+      pk::num_threads(), rows > 0 ? (ptr[rows] + grain - 1) / grain : 1);
+  for (int64_t k = 0; k < n; ++k) y[k] = 0.f;
+  if (pieces <= 1) { scatter(y, 0, rows); return; }
+  // A scatter: two rows may add into one entry, so each piece scatters into a
+  // private copy of y, summed in piece order (deterministic).
+  std::vector<float> partial(static_cast<size_t>(pieces) * n, 0.f);
+  const int64_t chunk = (rows + pieces - 1) / pieces;
+  pk::parallel_for(0, pieces, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p)
+      scatter(partial.data() + p * n, p * chunk, std::min(rows, (p + 1) * chunk));
+  });
+  pk::parallel_for(0, n, 1 << 14, [&](int64_t lo, int64_t hi) {
+    for (int64_t k = lo; k < hi; ++k) {
+      float acc = 0.f;
+      for (int64_t p = 0; p < pieces; ++p) acc += partial[p * n + k];
+      y[k] = acc;
+    }
+  });
 }
 """
+#: Launch parameters tuned per device and size (``docs/tuning.md``); the first of
+#: each is the default (serial: a scatter gains from threads only when large).
+NUMBA_TUNE = {"parallel": [False, True]}
+CPP_TUNE = {"grain": [0, 32768, 262144]}
 
 
 def _jax_generator(outs: Any, n_post: int, **kwargs: Any) -> Any:
@@ -49,35 +77,56 @@ def _jax_generator(outs: Any, n_post: int, **kwargs: Any) -> Any:
     return kernel
 
 
-def _numba_generator(outs: Any, **kwargs: Any) -> Any:
+@functools.cache
+def _numba_kernels() -> dict[bool, Any]:
     import numba
 
-    from ..backends.numba import numba_kernel
-
-    @numba.njit
-    def kernel(data, indices, indptr, spikes, out):
+    def serial(data, indices, indptr, spikes, out):
         out[:] = 0
         for i in range(spikes.size):
             if spikes[i]:
                 for j in range(indptr[i], indptr[i + 1]):
                     out[np.uint64(indices[j])] += data[j]
 
-    return numba_kernel(kernel, outs=outs[0])
+    def parallel(data, indices, indptr, spikes, out):
+        # Two rows may add into one entry: each thread's rows go to a private copy.
+        pieces = numba.get_num_threads()
+        rows = spikes.size
+        chunk = (rows + pieces - 1) // pieces
+        partial = np.zeros((pieces, out.size), np.float32)
+        for p in numba.prange(pieces):
+            for i in range(p * chunk, min(rows, (p + 1) * chunk)):
+                if spikes[i]:
+                    for j in range(indptr[i], indptr[i + 1]):
+                        partial[p, np.uint64(indices[j])] += data[j]
+        for k in numba.prange(out.size):
+            acc = np.float32(0)
+            for p in range(pieces):
+                acc += partial[p, k]
+            out[k] = acc
+
+    return {False: numba.njit(serial), True: numba.njit(parallel=True)(parallel)}
 
 
-def _cpp_generator(outs: Any, **kwargs: Any) -> Any:
+def _numba_generator(outs: Any, parallel: bool = False, **kwargs: Any) -> Any:
+    from ..backends.numba import numba_kernel
+
+    return numba_kernel(_numba_kernels()[bool(parallel)], outs=outs[0])
+
+
+def _cpp_generator(outs: Any, grain: int = CPP_TUNE["grain"][0], **kwargs: Any) -> Any:
     from ..backends.cuda_raw import load_cpp_inline
 
     module = load_cpp_inline("polykernel_catalog_event_csrmv", _CPP, ["event_csrmv"])
-    return lambda *args: module.event_csrmv(*args, outs=outs[0])
+    return lambda *args: module.event_csrmv(*args, outs=outs[0], grain=int(grain))
 
 
 event_csrmv_p = XLACustomKernel("polykernel.catalog.event_csrmv")
 event_csrmv_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
 if has_numba():
-    event_csrmv_p.def_numba_kernel(_numba_generator, asdefault=True)
+    event_csrmv_p.def_numba_kernel(_numba_generator, asdefault=True, tune=NUMBA_TUNE)
 if has_cxx():
-    event_csrmv_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
+    event_csrmv_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu", tune=CPP_TUNE)
 # Registered last, so a GPU kernel stays the default: the GPU benchmarks' reference.
 event_csrmv_p.def_jax_raw_kernel(_jax_generator, platform="gpu")
 event_csrmv_p.def_tags("csr", "binary", "event", "mv")

@@ -115,6 +115,19 @@ def register(sub: Any, common: Any) -> None:
         help="exit 1 if a backend fails or outputs disagree",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress display")
+    p.add_argument(
+        "--compare",
+        metavar="OLD.json",
+        help="print new/old per (primitive, backend, config) against an earlier "
+        "results file",
+    )
+    p.add_argument(
+        "--fail-above",
+        type=float,
+        default=None,
+        metavar="RATIO",
+        help="with --compare: exit 1 when a new/old ratio exceeds RATIO (e.g. 1.10)",
+    )
     p.set_defaults(handler=cmd_benchmark)
 
 
@@ -200,6 +213,35 @@ def _run_all(kernels: list[Any], args: Any) -> tuple[Any, list[str]]:
     return combined, errors
 
 
+def _load_old(args: Any) -> Any:
+    """The ``--compare`` file's records, read before anything runs."""
+    from ..benchmark import BenchmarkResult
+
+    if args.compare is None:
+        if args.fail_above is not None:
+            raise CliUsageError("--fail-above needs --compare OLD.json")
+        return None
+    if args.fail_above is not None and not args.fail_above > 0:
+        raise CliUsageError(f"--fail-above must be a ratio > 0, got {args.fail_above}")
+    try:
+        return BenchmarkResult.load(args.compare).records
+    except (OSError, ValueError, TypeError) as err:
+        raise CliUsageError(f"--compare {args.compare}: {failure(err)}") from err
+
+
+def _compare(old: Any, result: Any, fail_above: float | None) -> int:
+    """Print the comparison; the number of ratios above ``fail_above``."""
+    from ..benchmark.regression import FAILED_NOW, compare_records, format_comparison
+
+    matched, unmatched = compare_records(old, result.records)
+    print()
+    print(format_comparison(matched, unmatched, fail_above))
+    if fail_above is None:
+        return 0
+    lost = sum(line.endswith(FAILED_NOW) for line in unmatched)
+    return sum(c.ratio > fail_above for c in matched) + lost
+
+
 def cmd_benchmark(args: Any) -> int:
     """Handler of ``polykernel benchmark``."""
     from ..benchmark.machine import environment_lines
@@ -207,6 +249,7 @@ def cmd_benchmark(args: Any) -> int:
     for path, option in ((args.output, "--output"), (args.plot, "--plot")):
         if path:
             check_writable(path, option)
+    old = _load_old(args)
     kernels = _runnable(select(args), args.platform)
     _check_backends(kernels, args)
     result, errors = _run_all(kernels, args)
@@ -230,9 +273,18 @@ def cmd_benchmark(args: Any) -> int:
         f"{plural(len(kernels), 'primitive')}, {plural(len(result), 'run')}, "
         f"{n_fail} failed, {n_mis} mismatched, {len(result.noisy)} noisy"
     )
+    slower = _compare(old, result, args.fail_above) if old is not None else 0
     for line in errors:
         print(f"polykernel benchmark: error: {' '.join(line.split())}", file=sys.stderr)
     if errors:
+        return 1
+    if slower:
+        print(
+            f"polykernel benchmark: error: --fail-above {args.fail_above}: "
+            f"{plural(slower, 'record')} slower than that (or failing now) "
+            f"against {args.compare}",
+            file=sys.stderr,
+        )
         return 1
     if args.strict and (n_fail or n_mis):
         print(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .._version import __version__
-from . import benchmark, cache, check, defaults, info, listing
+from . import benchmark, cache, check, defaults, info, listing, tune
 from ._common import CliUsageError, failure
 
 __all__ = ["build_parser", "main"]
@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 # One module per sub-command, in the order `polykernel --help` lists them.
-_COMMANDS = (info, listing, benchmark, check, cache, defaults)
+_COMMANDS = (info, listing, benchmark, check, tune, cache, defaults)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,7 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
     Example:
-        >>> main(["defaults", "show"])  # doctest: +SKIP
+        >>> from polykernel.cli.main import main
+        >>> main(["defaults", "show"])
+        tuned defaults file: ...
         0
     """
     parser = build_parser()

@@ -9,12 +9,15 @@ default backend per platform. The backend a call runs, highest precedence first:
    primitive registered that backend for the platform; otherwise it is ignored for
    this primitive, with one :class:`~polykernel.errors.BackendPreferenceWarning`;
 3. ``set_default(platform, backend)`` called at run time;
-4. a tuned default persisted by ``polykernel benchmark --save-defaults`` (applied the
+4. the measured dispatch of ``tune()`` (per device and shape: :mod:`.dispatch`,
+   applied by the lowering over this table's choice when it is of level 5 or 6);
+5. a tuned default persisted by ``polykernel benchmark --save-defaults`` (applied the
    first time the table is asked, and only if that backend is registered here);
-5. ``asdefault=True`` at registration, else the first backend registered.
+6. ``asdefault=True`` at registration, else the first backend registered.
 
-:meth:`KernelTable.default` answers levels 3-5 (the primitive's own default);
-:meth:`KernelTable.resolve` applies all five. A platform with no kernel raises
+:meth:`KernelTable.default` answers levels 3, 5 and 6 (the primitive's own
+default); :meth:`KernelTable.resolve_with_reason` applies 1-3, 5 and 6 and says
+which decided. A platform with no kernel raises
 :class:`~polykernel.errors.KernelFallbackExhaustedError`, as the reference does.
 """
 
@@ -47,11 +50,14 @@ class KernelEntry:
         kernel_generator: Called at lowering time with ``outs``, the call's keyword
             arguments and (if it declares an ``ins`` parameter) the input avals; returns
             a JAX-traceable function of the inputs.
+        tune: Its tunable launch parameters, ``((name, (candidate, ...)), ...)``;
+            the generator also gets one value of each (see ``core/dispatch.py``).
     """
 
     backend: str
     platform: str
     kernel_generator: Callable[..., Callable[..., Any]]
+    tune: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
 
 class KernelTable:
@@ -113,8 +119,21 @@ class KernelTable:
     def defaults(self) -> dict[str, str]:
         return {p: b for p in self._defaults if (b := self.default(p)) is not None}
 
+    def entry(self, platform: str, backend: str) -> KernelEntry:
+        """The entry of ``backend`` on ``platform`` (it must be registered)."""
+        return self._entries[platform][backend]
+
     def resolve(self, platform: str, backend: str | None) -> KernelEntry:
         """Return the entry a call on ``platform`` uses (see the module docstring)."""
+        return self.resolve_with_reason(platform, backend)[0]
+
+    def resolve_with_reason(
+        self, platform: str, backend: str | None
+    ) -> tuple[KernelEntry, str]:
+        """The entry a call on ``platform`` uses and why: ``explicit``
+        (``backend=``), ``preference`` (``set_backend``), ``set_default`` (run-time
+        choice) or ``default`` (persisted, ``asdefault`` or first registered: the
+        only reason measured dispatch may override)."""
         per_platform = self._entries.get(platform)
         if not per_platform:
             raise KernelFallbackExhaustedError(
@@ -131,15 +150,16 @@ class KernelTable:
                     f"{list(per_platform)}). Pass one of those as backend=..., or "
                     f"register '{backend}' for '{platform}'."
                 )
-            return per_platform[backend]
+            return per_platform[backend], "explicit"
         preferred = get_backend(platform)
         if preferred is not None:
             if preferred in per_platform:
-                return per_platform[preferred]
+                return per_platform[preferred], "preference"
             self._warn_preference_ignored(platform, preferred)
         default = self.default(platform)
         assert default is not None  # the first kernel of a platform is its default
-        return per_platform[default]
+        how = "set_default" if platform in self._runtime_choice else "default"
+        return per_platform[default], how
 
     def _warn_preference_ignored(self, platform: str, preferred: str) -> None:
         with self._lock:

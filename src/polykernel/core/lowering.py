@@ -38,6 +38,9 @@ from .kernel_table import KernelEntry, KernelTable
 
 __all__ = ["call_generator", "make_lowering_rule"]
 
+#: ``decide(platform, avals, outs, params, backend) -> (entry, decision)``.
+Decide = Callable[..., tuple[KernelEntry, Any]]
+
 
 @functools.lru_cache(maxsize=512)
 def _accepts_ins(generator: Callable[..., Any]) -> bool:
@@ -119,9 +122,11 @@ def backend_lowering_context(
 
 
 def make_lowering_rule(
-    owner: str, table: KernelTable, platform: str
+    owner: str, table: KernelTable, platform: str, decide: Decide
 ) -> Callable[..., Any]:
-    """Build the MLIR lowering rule of primitive ``owner`` for our ``platform``."""
+    """Build the MLIR lowering rule of primitive ``owner`` for our ``platform``;
+    ``decide(platform, avals, outs, params, backend)`` gives the kernel entry and
+    the dispatch decision (its launch parameters)."""
 
     def rule(
         ctx: Any,
@@ -130,13 +135,15 @@ def make_lowering_rule(
         backend: str | None = None,
         **params: Any,
     ) -> Any:
-        entry = table.resolve(platform, backend)
-        shard_plan = plan_for(ctx, outs, entry.backend, params)
+        entry, decision = decide(platform, ctx.avals_in, outs, params, backend)
+        # The call's own keywords win over the tuned (or first) launch parameters.
+        params_in = {**decision.params, **params}
+        shard_plan = plan_for(ctx, outs, entry.backend, params_in)
         try:
             # Kernels whose callable differs per platform (Triton, Numba-CUDA: an
             # emulator on cpu, a CUDA launch on gpu) read the platform from here.
             with lowering_for(platform):
-                kernel = call_generator(entry, outs, ctx.avals_in, params)
+                kernel = call_generator(entry, outs, ctx.avals_in, params_in)
 
             def body(*xs: Any) -> list[Any]:
                 with lowering_for(platform):  # the kernel is traced here

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -21,47 +21,22 @@ from ..errors import (
     KernelRegistrationError,
     KernelTypeError,
     UnknownBackendError,
-    UnsupportedPlatformError,
 )
 from ..platforms import PLATFORMS, lowering_platforms
 from ..sharding import rules as sharding
-from ..types import KernelGenerator, Outs, PlatformName
+from ..types import Outs, PlatformName
 from . import registry
-from .kernel_table import KernelEntry, KernelTable
+from .kernel_table import KernelTable
 from .lowering import make_lowering_rule
 from .primitive_info import CatalogMixin
+from .registration import RegistrationMixin, check_platform, check_platform_type
 from .transforms import defjvp, general_batching_rule
+from .tuning_methods import TuningMixin
 
 __all__ = ["XLACustomKernel"]
 
 
-def _check_platform_type(
-    owner: str, method: str, platform: Any, allowed: Sequence[str] = ()
-) -> None:
-    if not isinstance(platform, str):
-        raise KernelTypeError(
-            f"XLACustomKernel '{owner}'.{method}(): platform must be a string, one of "
-            f"{list(allowed or PLATFORMS)} (got {type(platform).__name__}: "
-            f"{platform!r})."
-        )
-
-
-def _check_platform(
-    owner: str,
-    method: str,
-    platform: Any,
-    allowed: Sequence[str],
-    error: type[KernelRegistrationError] = KernelRegistrationError,
-) -> None:
-    _check_platform_type(owner, method, platform, allowed)
-    if platform not in allowed:
-        raise error(
-            f"XLACustomKernel '{owner}'.{method}(): platform must be one of "
-            f"{list(allowed)} (got {platform!r})."
-        )
-
-
-class XLACustomKernel(CatalogMixin):
+class XLACustomKernel(RegistrationMixin, TuningMixin, CatalogMixin):
     """A JAX primitive whose implementation is chosen per platform and backend.
 
     Register kernel generators with :meth:`def_kernel` (or a ``def_<backend>_kernel``
@@ -107,7 +82,7 @@ class XLACustomKernel(CatalogMixin):
         self.primitive.def_impl(functools.partial(jc.apply_primitive, self.primitive))
         self.primitive.def_abstract_eval(_abstract_eval)
         for platform in PLATFORMS:
-            rule = make_lowering_rule(name, self._table, platform)
+            rule = make_lowering_rule(name, self._table, platform, self._decide)
             for lowering in lowering_platforms(platform):
                 jc.register_lowering(self.primitive, rule, platform=lowering.value)
         self.register_general_batching()
@@ -157,130 +132,6 @@ class XLACustomKernel(CatalogMixin):
                 f"Pass one of those, or None for the platform default."
             )
 
-    # -- kernel registration -------------------------------------------------------
-    def def_kernel(
-        self,
-        backend: str,
-        platform: PlatformName,
-        kg: KernelGenerator,
-        asdefault: bool = False,
-    ) -> None:
-        """Register kernel generator ``kg`` for ``backend`` on ``platform``.
-
-        The first backend registered for a platform becomes its default;
-        ``asdefault=True`` makes this one the default instead.
-
-        Raises:
-            KernelTypeError: (a ``TypeError`` and an ``AssertionError``) ``backend``
-                or ``platform`` is not a string, or ``kg`` is not callable.
-            KernelRegistrationError: (a ``ValueError``) empty backend or unknown
-                platform.
-
-        Example:
-            >>> import polykernel as pk
-            >>> op = pk.XLACustomKernel("doc.def_kernel")
-            >>> op.def_kernel("jax_raw", "cpu", lambda outs, **kw: lambda x: x + 1)
-            >>> op.available_backends("cpu")
-            ['jax_raw']
-        """
-        if not isinstance(backend, str):
-            raise KernelTypeError(
-                f"XLACustomKernel '{self.name}'.def_kernel(): backend must be a "
-                f"string such as 'numba' (got {type(backend).__name__}: {backend!r})."
-            )
-        if not backend:
-            raise KernelRegistrationError(
-                f"XLACustomKernel '{self.name}'.def_kernel(): backend must be a "
-                f"non-empty string such as 'numba' (got '')."
-            )
-        _check_platform(self.name, "def_kernel", platform, list(PLATFORMS))
-        if not callable(kg):
-            raise KernelTypeError(
-                f"XLACustomKernel '{self.name}'.def_kernel(): the kernel generator "
-                f"must be callable (got {type(kg).__name__}). Pass a function that "
-                f"takes outs=... and keywords and returns the kernel function."
-            )
-        old_default = self._table.default(platform)
-        self._table.add(KernelEntry(backend, platform, kg), asdefault=asdefault)
-        if old_default is not None and self._table.default(platform) != old_default:
-            jc.bump_dispatch_epoch()
-
-    def def_numba_kernel(self, kg: KernelGenerator, asdefault: bool = False) -> None:
-        """Register a Numba kernel generator for the CPU (backend ``'numba'``)."""
-        self.def_kernel("numba", "cpu", kg, asdefault)
-
-    def def_numba_cuda_kernel(
-        self, kg: KernelGenerator, asdefault: bool = False
-    ) -> None:
-        """Register a Numba-CUDA kernel generator for the GPU."""
-        self.def_kernel("numba_cuda", "gpu", kg, asdefault)
-
-    def def_warp_kernel(self, kg: KernelGenerator, asdefault: bool = False) -> None:
-        """Register an NVIDIA Warp kernel generator for the GPU."""
-        self.def_kernel("warp", "gpu", kg, asdefault)
-
-    def def_triton_kernel(self, kg: KernelGenerator, asdefault: bool = False) -> None:
-        """Register a Triton kernel generator for the GPU."""
-        self.def_kernel("triton", "gpu", kg, asdefault)
-
-    def def_pallas_kernel(
-        self, platform: PlatformName, kg: KernelGenerator, asdefault: bool = False
-    ) -> None:
-        """Register a Pallas kernel generator for ``'gpu'``, ``'tpu'`` or ``'cpu'``.
-
-        On ``'cpu'`` the kernel runs in Pallas interpret mode (a debugging path that
-        makes Pallas kernels testable everywhere); the generator typically returns
-        :func:`polykernel.pallas_kernel`, which builds the ``pallas_call`` for the
-        platform being lowered.
-
-        Raises:
-            UnsupportedPlatformError: (a ``ValueError`` and an ``AssertionError``)
-                ``platform`` is not ``'gpu'``, ``'tpu'`` or ``'cpu'``.
-
-        Example:
-            >>> import polykernel as pk
-            >>> def add_one(x_ref, o_ref):
-            ...     o_ref[...] = x_ref[...] + 1
-            >>> op = pk.XLACustomKernel("doc.def_pallas_kernel")
-            >>> op.def_pallas_kernel(
-            ...     "cpu", lambda outs, **kw: pk.pallas_kernel(add_one, outs[0])
-            ... )
-            >>> op.available_backends("cpu")
-            ['pallas']
-        """
-        _check_platform(
-            self.name,
-            "def_pallas_kernel",
-            platform,
-            ["gpu", "tpu", "cpu"],
-            UnsupportedPlatformError,
-        )
-        self.def_kernel("pallas", platform, kg, asdefault)
-
-    def def_cuda_raw_kernel(
-        self,
-        kg: KernelGenerator,
-        platform: Literal["cpu", "gpu"] = "gpu",
-        asdefault: bool = False,
-    ) -> None:
-        """Register a raw C++ (``'cpu'``) or CUDA (``'gpu'``) kernel generator.
-
-        The generator typically calls ``polykernel.load_cpp_inline`` /
-        ``load_cuda_inline`` and returns a function that calls the loaded module.
-        """
-        _check_platform(self.name, "def_cuda_raw_kernel", platform, ["cpu", "gpu"])
-        self.def_kernel("cuda_raw", platform, kg, asdefault)
-
-    def def_jax_raw_kernel(
-        self,
-        kg: KernelGenerator,
-        platform: PlatformName | None = None,
-        asdefault: bool = False,
-    ) -> None:
-        """Register a pure-JAX reference kernel for one platform, or all if ``None``."""
-        for p in (platform,) if platform is not None else PLATFORMS:
-            self.def_kernel("jax_raw", p, kg, asdefault)
-
     # -- defaults ------------------------------------------------------------------
     def set_default(self, platform: PlatformName, backend: str) -> None:
         """Make ``backend`` the default for ``platform`` (also for already-jitted code).
@@ -289,7 +140,7 @@ class XLACustomKernel(CatalogMixin):
             KernelRegistrationError: (a ``ValueError``) nothing or not ``backend`` is
                 registered for ``platform``.
         """
-        _check_platform(self.name, "set_default", platform, list(PLATFORMS))
+        check_platform(self.name, "set_default", platform, list(PLATFORMS))
         if not isinstance(backend, str):
             raise KernelTypeError(
                 f"XLACustomKernel '{self.name}'.set_default(): backend must be a "
@@ -300,7 +151,7 @@ class XLACustomKernel(CatalogMixin):
 
     def get_default(self, platform: str) -> str | None:
         """Return the default backend of ``platform``, or ``None``."""
-        _check_platform_type(self.name, "get_default", platform)
+        check_platform_type(self.name, "get_default", platform)
         return self._table.default(platform)
 
     @property
@@ -310,7 +161,7 @@ class XLACustomKernel(CatalogMixin):
 
     def available_backends(self, platform: str) -> list[str]:
         """Backends registered for ``platform`` (empty list if none)."""
-        _check_platform_type(self.name, "available_backends", platform)
+        check_platform_type(self.name, "available_backends", platform)
         return self._table.backends(platform)
 
     # -- transformation rules ------------------------------------------------------

@@ -23,10 +23,12 @@ __all__ = [
     "get_compute_capability",
     "get_numba_num_threads",
     "get_numba_parallel",
+    "get_tuning_miss_warnings",
     "pinned_cuda_arches",
     "set_backend",
     "set_compute_capability",
     "set_numba_parallel",
+    "set_tuning_miss_warnings",
 ]
 
 
@@ -268,3 +270,37 @@ def get_compute_capability() -> list[str] | None:
 def pinned_cuda_arches() -> tuple[str, ...] | None:
     """The pin as normalised digits (``('86',)``) for the toolchain, or None."""
     return _compute_capability
+
+
+# -- measured dispatch (our addition) ---------------------------------------------
+_tuning_miss_warnings: bool | None = None  # None: $POLYKERNEL_TUNING_MISS_WARN decides
+
+
+def set_tuning_miss_warnings(enabled: bool | None) -> None:
+    """Warn once per key when a call finds no tuned entry (``None``: as
+    ``$POLYKERNEL_TUNING_MISS_WARN`` says, off by default). Misses are counted
+    either way (``polykernel tune --report``).
+
+    Example:
+        >>> import polykernel as pk
+        >>> pk.config.set_tuning_miss_warnings(True)
+        >>> pk.config.get_tuning_miss_warnings()
+        True
+        >>> pk.config.set_tuning_miss_warnings(None)
+    """
+    global _tuning_miss_warnings
+    if enabled is not None and not isinstance(enabled, bool):
+        raise KernelTypeError(
+            f"polykernel.config.set_tuning_miss_warnings: enabled must be True, False "
+            f"or None (got {type(enabled).__name__}: {enabled!r})."
+        )
+    _tuning_miss_warnings = enabled
+
+
+def get_tuning_miss_warnings() -> bool:
+    """Whether a call that finds no tuned entry warns (once per key)."""
+    if _tuning_miss_warnings is not None:
+        return _tuning_miss_warnings
+    from .paths import env_flag
+
+    return env_flag("POLYKERNEL_TUNING_MISS_WARN", default=False)

@@ -18,17 +18,14 @@ see the other's entries and neither write is lost.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import os
-import tempfile
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import KernelTypeError, PolykernelWarning
-from .paths import config_dir, ensure_private_dir
+from .json_file import locked, write_json
+from .paths import config_dir
 
 __all__ = [
     "clear_defaults",
@@ -45,6 +42,7 @@ def defaults_path() -> Path:
     """Return the path of the defaults file (it may not exist).
 
     Example:
+        >>> from polykernel.settings.tuned_defaults import defaults_path
         >>> defaults_path().name
         'defaults.json'
     """
@@ -81,6 +79,7 @@ def load_defaults() -> dict[str, dict[str, str]]:
     :class:`~polykernel.errors.PolykernelWarning`.
 
     Example:
+        >>> from polykernel.settings.tuned_defaults import load_defaults
         >>> isinstance(load_defaults(), dict)
         True
     """
@@ -123,40 +122,11 @@ def persisted_default(name: str, platform: str) -> str | None:
     """Return the persisted backend of primitive ``name`` on ``platform``, if any.
 
     Example:
+        >>> from polykernel.settings.tuned_defaults import persisted_default
         >>> persisted_default("no.such.primitive", "cpu") is None
         True
     """
     return load_defaults().get(name, {}).get(platform)
-
-
-@contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    """Hold the cross-process lock of the defaults file (blocks while another
-    process holds it). The lock is taken on the config directory itself, so no
-    lock file is left next to ``defaults.json``."""
-    directory = defaults_path().parent
-    ensure_private_dir(directory)
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def _write(data: Mapping[str, Mapping[str, str]]) -> Path:
-    path = defaults_path()
-    ensure_private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=".defaults-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _check_mapping(mapping: Mapping[str, Mapping[str, str]]) -> None:
@@ -189,16 +159,19 @@ def save_defaults(mapping: Mapping[str, Mapping[str, str]]) -> Path:
         TypeError: ``mapping`` is not ``{str: {str: str}}``.
 
     Example:
+        >>> from polykernel.settings.tuned_defaults import (
+        ...     save_defaults, persisted_default,
+        ... )
         >>> path = save_defaults({"docs.op": {"cpu": "numba"}})
         >>> persisted_default("docs.op", "cpu")
         'numba'
     """
     _check_mapping(mapping)
-    with _locked():
+    with locked(defaults_path()):
         data = load_defaults()
         for name, per_platform in mapping.items():
             data.setdefault(name, {}).update(per_platform)
-        return _write(data)
+        return write_json(defaults_path(), data)
 
 
 def clear_defaults(names: Iterable[str] | None = None) -> list[str]:
@@ -207,13 +180,14 @@ def clear_defaults(names: Iterable[str] | None = None) -> list[str]:
     Returns the names actually removed. The file is not created when absent.
 
     Example:
+        >>> from polykernel.settings.tuned_defaults import save_defaults, clear_defaults
         >>> _ = save_defaults({"docs.tmp": {"cpu": "jax_raw"}})
         >>> clear_defaults(["docs.tmp"])
         ['docs.tmp']
     """
     if not defaults_path().exists():
         return []  # nothing to clear, and clearing never creates the directory
-    with _locked():
+    with locked(defaults_path()):
         data = load_defaults()
         if names is None:
             removed = sorted(data)
@@ -224,5 +198,5 @@ def clear_defaults(names: Iterable[str] | None = None) -> list[str]:
             for n in removed:
                 del data[n]
         if removed or names is None:
-            _write(data)
+            write_json(defaults_path(), data)
     return removed

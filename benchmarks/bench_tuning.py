@@ -1,0 +1,361 @@
+"""Measured dispatch, checked: does a tuned call run (nearly) the fastest candidate?
+
+For the catalog's ``scaled_add`` and ``csrmv`` on the CPU, over 20 shapes spanning
+10^2 … 10^6 elements (``scaled_add``) or rows (``csrmv``, 100 … 1 stored entries per
+row, so 10^4 … 10^6 in all):
+
+1. **tune** (a fresh process): ``op.tune()`` on 12 of the shapes, every usable
+   backend and launch parameter, the winners saved to a private tuned table;
+2. **measure** (another fresh process, reading that table): every candidate timed
+   again on all 20 shapes (interleaved, the harness's adaptive rounds), and for
+   each shape the candidate dispatch picks (``op.dispatch``: ``exact`` on the 12
+   tuned shapes, ``nearest`` on the 8 held out) compared with the fastest;
+3. **per call**: a tuned call under ``jit`` (chained, 200 calls in one
+   ``fori_loop``) against the same backend and parameters chosen explicitly.
+
+Targets (issue 28): dispatch's pick within 5% of the fastest candidate (or within
+that candidate's own spread, if larger) on >= 90% of the tuned shapes and within
+15% on >= 80% of the held-out ones; a tuned call <= 1.02x the explicit one. The run
+also reports what today's single fixed default (the first backend with its first
+parameters) loses on each shape.
+
+Run: ``python benchmarks/bench_tuning.py [--quick] [--json out.json]
+[--docs docs/data/cpu/tuning.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+N_SHAPES = 20
+HELD_OUT = (1, 4, 6, 9, 11, 14, 16, 18)  # never an end of the range
+PRIMITIVES = ("scaled_add", "csrmv")
+
+
+def _environment(run_dir: Path) -> dict[str, str]:
+    env = dict(os.environ, JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
+    for var, sub in (
+        ("POLYKERNEL_CACHE_DIR", "polykernel"),
+        ("NUMBA_CACHE_DIR", "numba"),
+        ("WARP_CACHE_PATH", "warp"),
+        ("POLYKERNEL_CONFIG_DIR", "config"),
+        ("MPLCONFIGDIR", "mpl"),
+    ):
+        env[var] = str(run_dir / sub)
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(HERE), env.get("PYTHONPATH")])
+    )
+    return env
+
+
+def shapes(primitive: str) -> list[tuple[int, ...]]:
+    """The 20 shapes: ``(n,)`` or ``(rows, nnz_per_row)``, log-spaced."""
+    found = []
+    for i in range(N_SHAPES):
+        t = i / (N_SHAPES - 1)
+        size = round(10 ** (2 + 4 * t))
+        found.append(
+            (size,)
+            if primitive == "scaled_add"
+            else (size, max(1, round(10 ** (2 - 2 * t))))
+        )
+    return found
+
+
+def configs(primitive: str, indices: list[int]) -> list:
+    import numpy as np
+
+    from polykernel.benchmark import BenchmarkConfig
+    from polykernel.catalog._support import random_csr
+
+    rng = np.random.default_rng(0)
+    made = []
+    for i in indices:
+        shape = shapes(primitive)[i]
+        if primitive == "scaled_add":
+            x, y = (rng.standard_normal(shape[0]).astype(np.float32) for _ in range(2))
+            made.append(BenchmarkConfig(f"#{i} n={shape[0]}", (x, y), {"alpha": 2.0}))
+            continue
+        rows, per_row = shape
+        data, indices_, indptr = random_csr(
+            rows, rows, min(1.0, per_row / rows), seed=i
+        )
+        v = rng.standard_normal(rows).astype(np.float32)
+        made.append(
+            BenchmarkConfig(
+                f"#{i} rows={rows},k={per_row}",
+                (data, indices_, indptr, v),
+                {"shape": (rows, rows)},
+            )
+        )
+    return made
+
+
+def _op(primitive: str):
+    from polykernel import catalog
+
+    return getattr(catalog, f"{primitive}_p")
+
+
+def phase_tune(quick: bool) -> dict:
+    tuned = [i for i in range(N_SHAPES) if i not in HELD_OUT]
+    out = {}
+    for name in PRIMITIVES:
+        op = _op(name)
+        report = op.tune(
+            platform="cpu",
+            configs=configs(name, tuned),
+            max_seconds=600,
+            case_seconds=0.5 if quick else 1.5,
+        )
+        out[name] = report.winners()
+    return out
+
+
+def _per_call(op, cfg, decision) -> dict:
+    """Chained calls: the tuned call (dispatch decides) vs the same choice explicit."""
+    import time
+
+    import jax
+
+    from polykernel.tuning.capture import bound_calls
+
+    (bound,) = bound_calls(
+        lambda *a: op.call(*a, **cfg.kernel_kwargs), cfg.args, op.primitive
+    )
+    ins, outs, statics = bound.operands, bound.params["outs"], bound.statics
+    first = (
+        len(ins) - 1
+    )  # the chained operand: the last input (x / v), same shape as out
+
+    def chain(explicit: bool):
+        extra = {"backend": decision.backend, **decision.params} if explicit else {}
+
+        def body(_, carry):
+            args = [*ins[:first], carry]
+            return op.primitive.bind(
+                *args, outs=outs, **statics, **{"backend": None, **extra}
+            )[0]
+
+        return jax.jit(lambda x: jax.lax.fori_loop(0, 200, body, x))
+
+    fns = {"tuned": chain(False), "explicit": chain(True)}
+    times = {k: [] for k in fns}
+    x = ins[first]
+    for f in fns.values():
+        jax.block_until_ready(f(x))
+    for _ in range(15):
+        for k, f in fns.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(f(x))
+            times[k].append((time.perf_counter() - t0) / 200)
+    import statistics
+
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "tuned_us": med["tuned"] * 1e6,
+        "explicit_us": med["explicit"] * 1e6,
+        "ratio": med["tuned"] / med["explicit"],
+    }
+
+
+def phase_measure(quick: bool) -> dict:
+    results = {}
+    for name in PRIMITIVES:
+        op = _op(name)
+        all_cfgs = configs(name, list(range(N_SHAPES)))
+        report = op.tune(
+            platform="cpu",
+            configs=all_cfgs,
+            save=False,
+            max_seconds=1200,
+            case_seconds=0.75 if quick else 2.0,
+        )
+        rows = []
+        for i, (cfg, case) in enumerate(zip(all_cfgs, report.cases, strict=True)):
+            timed = {m.candidate.label: m for m in case.measured if m.status == "ok"}
+            decision = op.dispatch(
+                *_avals(op, cfg),
+                outs=_outs(name, cfg),
+                platform="cpu",
+                **_statics(name, cfg),
+            )
+            pick = _label(decision.backend, decision.params)
+            fastest = min(timed.values(), key=lambda m: m.median_s)
+            default = _label(
+                op.get_default("cpu"),
+                {n: v[0] for n, v in op.tunables("cpu")[op.get_default("cpu")]},
+            )
+            chosen = timed.get(pick)
+            rows.append(
+                {
+                    "index": i,
+                    "case": cfg.label,
+                    "held_out": i in HELD_OUT,
+                    "reason": decision.reason,
+                    "pick": pick,
+                    "fastest": fastest.candidate.label,
+                    "fastest_s": fastest.median_s,
+                    "pick_s": chosen.median_s if chosen else None,
+                    "pick_spread": chosen.spread if chosen else None,
+                    "default": default,
+                    "default_s": timed[default].median_s if default in timed else None,
+                    "candidates": {k: m.median_s for k, m in timed.items()},
+                }
+            )
+        middle = all_cfgs[len(all_cfgs) // 2]
+        decision = op.dispatch(
+            *_avals(op, middle),
+            outs=_outs(name, middle),
+            platform="cpu",
+            **_statics(name, middle),
+        )
+        results[name] = {"rows": rows, "per_call": _per_call(op, middle, decision)}
+    return results
+
+
+def _operands(op, cfg):
+    from polykernel.tuning.capture import bound_calls
+
+    (bound,) = bound_calls(
+        lambda *a: op.call(*a, **cfg.kernel_kwargs), cfg.args, op.primitive
+    )
+    return bound.operands
+
+
+def _avals(op, cfg):
+    import jax
+
+    return [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in _operands(op, cfg)]
+
+
+def _statics(name, cfg):
+    if name == "csrmv":
+        return {"shape": tuple(cfg.kernel_kwargs["shape"]), "transpose": False}
+    return dict(cfg.kernel_kwargs)
+
+
+def _outs(name, cfg):
+    import jax
+
+    n = cfg.args[0].shape[0] if name == "scaled_add" else cfg.kernel_kwargs["shape"][0]
+    return [jax.ShapeDtypeStruct((n,), "float32")]
+
+
+def _label(backend: str, params) -> str:
+    items = dict(params).items()
+    return (
+        backend
+        if not items
+        else f"{backend}({', '.join(f'{k}={v!r}' for k, v in items)})"
+    )
+
+
+def summarize(measured: dict) -> dict:
+    summary = {}
+    for name, result in measured.items():
+        rows = result["rows"]
+        for row in rows:
+            allowed = max(
+                0.05 if not row["held_out"] else 0.15, row["pick_spread"] or 0.0
+            )
+            row["pick_ratio"] = (
+                (row["pick_s"] / row["fastest_s"]) if row["pick_s"] else None
+            )
+            row["ok"] = (
+                row["pick_ratio"] is not None and row["pick_ratio"] <= 1 + allowed
+            )
+            row["default_ratio"] = (
+                (row["default_s"] / row["fastest_s"]) if row["default_s"] else None
+            )
+        tuned = [r for r in rows if not r["held_out"]]
+        held = [r for r in rows if r["held_out"]]
+        summary[name] = {
+            "tuned_within": sum(r["ok"] for r in tuned) / len(tuned),
+            "held_out_within": sum(r["ok"] for r in held) / len(held),
+            "per_call_ratio": result["per_call"]["ratio"],
+        }
+    return summary
+
+
+def _print(measured: dict, summary: dict) -> None:
+    for name, result in measured.items():
+        print(f"\n{name}: pick vs fastest (x), default vs fastest (x)")
+        head = ("case", "reason", "pick", "x", "ok", "default x")
+        print("{:<24} {:<8} {:<28} {:>6} {:>3} {:>9}".format(*head))
+        for r in result["rows"]:
+            ratio = f"{r['pick_ratio']:.3f}" if r["pick_ratio"] else "-"
+            dflt = f"{r['default_ratio']:.2f}" if r["default_ratio"] else "-"
+            cells = (r["case"][:24], r["reason"], r["pick"][:28], ratio,
+                     "y" if r["ok"] else "N", dflt)  # fmt: skip
+            print("{:<24} {:<8} {:<28} {:>6} {:>3} {:>9}".format(*cells))
+        pc = result["per_call"]
+        s = summary[name]
+        print(
+            f"tuned shapes within 5%: {s['tuned_within']:.0%} (target >= 90%); "
+            f"held-out within 15%: {s['held_out_within']:.0%} (target >= 80%)"
+        )
+        print(
+            f"per call under jit (chained): tuned {pc['tuned_us']:.2f} us, explicit "
+            f"{pc['explicit_us']:.2f} us, ratio {pc['ratio']:.3f} (target <= 1.02)"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--phase", choices=["tune", "measure"], help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="shorter timing budgets")
+    parser.add_argument("--json", help="write the full results here")
+    parser.add_argument("--docs", help="write the docs' data file here")
+    args = parser.parse_args()
+    if args.phase:
+        sys.path.insert(0, str(HERE.parent / "src"))
+        fn = phase_tune if args.phase == "tune" else phase_measure
+        print("RESULT " + json.dumps(fn(args.quick)))
+        return 0
+    run_dir = Path(tempfile.mkdtemp(prefix="polykernel-bench-tuning-"))
+    env = _environment(run_dir)
+    outputs = {}
+    for phase in ("tune", "measure"):
+        cmd = [sys.executable, __file__, "--phase", phase] + (
+            ["--quick"] if args.quick else []
+        )
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        if proc.returncode:
+            print(proc.stdout[-3000:], proc.stderr[-6000:], file=sys.stderr)
+            return 1
+        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+        outputs[phase] = json.loads(line[len("RESULT ") :])
+    summary = summarize(outputs["measure"])
+    _print(outputs["measure"], summary)
+    from polykernel.benchmark.machine import machine_info
+
+    document = {
+        "machine": machine_info(),
+        "tuned_winners": outputs["tune"],
+        "measured": outputs["measure"],
+        "summary": summary,
+        "held_out": list(HELD_OUT),
+    }
+    for target in filter(None, [args.json, args.docs]):
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        Path(target).write_text(json.dumps(document, indent=1) + "\n")
+    met = all(
+        s["tuned_within"] >= 0.9
+        and s["held_out_within"] >= 0.8
+        and s["per_call_ratio"] <= 1.02
+        for s in summary.values()
+    )
+    print("\ntargets " + ("met" if met else "NOT met"))
+    return 0 if met else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Measure and write the tuned tables the catalog ships (``catalog/tuned/cpu.json``).
+
+Tunes every catalog primitive on its benchmark data and, for ``scaled_add`` and
+``csrmv``, on the shapes ``bench_tuning.py`` tunes on, into a private config
+directory, then exports the entries as the table ``polykernel.catalog`` registers
+with ``def_tuned_table``. Calls on a machine of the same CPU model and core count get
+these winners exactly (or the nearest shape); machines of the same instruction-set
+family get them as a family match; others fall back to the defaults until the user
+tunes (``polykernel tune polykernel.catalog``).
+
+Run: ``python benchmarks/ship_catalog_tables.py [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TARGET = HERE.parent / "src" / "polykernel" / "catalog" / "tuned" / "cpu.json"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    run_dir = Path(tempfile.mkdtemp(prefix="polykernel-ship-tables-"))
+    os.environ.update(
+        JAX_PLATFORMS="cpu",
+        NUMBA_THREADING_LAYER="omp",
+        POLYKERNEL_CONFIG_DIR=str(run_dir / "config"),
+        POLYKERNEL_CACHE_DIR=str(run_dir / "cache"),
+        NUMBA_CACHE_DIR=str(run_dir / "numba"),
+        WARP_CACHE_PATH=str(run_dir / "warp"),
+    )
+    sys.path.insert(0, str(HERE))
+    import bench_tuning
+
+    from polykernel import catalog
+    from polykernel.settings import tuned_table
+
+    seconds = 0.5 if args.quick else 1.5
+    tuned = [i for i in range(bench_tuning.N_SHAPES) if i not in bench_tuning.HELD_OUT]
+    for op in catalog.PRIMITIVES:
+        op.tune(platform="cpu", case_seconds=seconds, max_seconds=900)
+        short = op.name.rsplit(".", 1)[1]
+        if short in bench_tuning.PRIMITIVES:
+            op.tune(
+                platform="cpu",
+                configs=bench_tuning.configs(short, tuned),
+                case_seconds=seconds,
+                max_seconds=900,
+            )
+    n = tuned_table.export_entries(TARGET, [p.name for p in catalog.PRIMITIVES])
+    print(f"wrote {n} entries to {TARGET}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

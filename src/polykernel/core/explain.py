@@ -1,0 +1,74 @@
+"""Which backend and launch parameters a function's primitive calls would use, and
+why — found by tracing, without running or compiling anything.
+
+:func:`explain_dispatch` traces ``fun`` with ``jax.make_jaxpr`` (so ``vmap``,
+``grad`` and friends inside it are seen as they are lowered: under the default
+``vmap`` rule each step's shape) and, for every bind of an ``XLACustomKernel``
+primitive it finds (inside ``jit``, ``scan``, ``cond`` and other nested programs
+too), asks that primitive's dispatch (:meth:`XLACustomKernel.dispatch`) what the
+lowering for ``platform`` would pick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from . import registry
+from .dispatch import Dispatch
+
+__all__ = ["explain_dispatch"]
+
+
+def _equations(jaxpr: Any) -> Iterator[Any]:
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for value in eqn.params.values():
+            for inner in value if isinstance(value, tuple | list) else (value,):
+                nested = getattr(inner, "jaxpr", None)
+                if nested is not None and hasattr(nested, "eqns"):
+                    yield from _equations(nested)
+                elif hasattr(inner, "eqns"):
+                    yield from _equations(inner)
+
+
+def explain_dispatch(
+    fun: Callable[..., Any], *args: Any, platform: str | None = None, **kwargs: Any
+) -> list[Dispatch]:
+    """The dispatch of every polykernel primitive call ``fun(*args, **kwargs)`` makes.
+
+    Args:
+        fun: any JAX-traceable function.
+        *args: its arguments (arrays or ``jax.ShapeDtypeStruct``).
+        platform: the platform to decide for (default: JAX's default backend).
+        **kwargs: keyword arguments of ``fun`` (static for the trace).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from polykernel import explain_dispatch
+        >>> from polykernel.catalog import scaled_add
+        >>> [d.reason for d in explain_dispatch(scaled_add, jnp.ones(4), jnp.ones(4))]
+        ['default']
+    """
+    import functools
+
+    import jax
+
+    closed = jax.make_jaxpr(functools.partial(fun, **kwargs))(*args)
+    decisions = []
+    for eqn in _equations(closed.jaxpr):
+        if "outs" not in eqn.params:
+            continue
+        try:
+            op = registry.get_primitive(eqn.primitive.name)
+        except (KeyError, LookupError, TypeError):
+            continue
+        if getattr(op, "primitive", None) is not eqn.primitive:
+            continue
+        params = dict(eqn.params)
+        outs, backend = params.pop("outs"), params.pop("backend", None)
+        avals = [v.aval for v in eqn.invars]
+        decisions.append(
+            op.dispatch(*avals, outs=outs, platform=platform, backend=backend, **params)
+        )
+    return decisions

@@ -1,0 +1,205 @@
+"""``XLACustomKernel``'s measured dispatch: ``tune``, ``dispatch`` and their setup.
+
+Kept apart from the wiring of :mod:`.primitive`: these methods read the kernel table
+(the tunable parameters each backend registered), the tuned tables
+(:mod:`polykernel.settings.tuned_table`) and the dispatch rules (:mod:`.dispatch`);
+``tune`` runs :mod:`polykernel.tuning`. See ``docs/tuning.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .. import _jax_compat as jc
+from ..errors import KernelTypeError
+from ..settings import tuned_table
+from . import dispatch as dispatching
+from .dispatch import Dispatch
+
+__all__ = ["TuningMixin"]
+
+
+class TuningMixin:
+    """Measured dispatch of a primitive (mixed into ``XLACustomKernel``)."""
+
+    name: str
+    _table: Any
+    _bucketer: Callable[..., Sequence[int]] | None = None
+
+    # -- setup -----------------------------------------------------------------------
+    def def_tune_key(self, fn: Callable[..., Sequence[int]]) -> None:
+        """Bucket calls your own way: ``fn(*, ins, outs, **params)`` returns a tuple
+        of ints (calls with equal tuples share a tuned entry; the nearest tuple is
+        used when none is equal). Default: per input dimension ``ceil(log2(size))``.
+
+        Example:
+            >>> import polykernel as pk
+            >>> op = pk.XLACustomKernel("doc.def_tune_key")
+            >>> op.def_tune_key(lambda *, ins, outs, **params: (ins[0].shape[0] // 64,))
+        """
+        if not callable(fn):
+            raise KernelTypeError(
+                f"XLACustomKernel '{self.name}'.def_tune_key(): expected a function "
+                f"fn(*, ins, outs, **params) -> tuple of ints (got "
+                f"{type(fn).__name__}: {fn!r})."
+            )
+        self._bucketer = fn
+        jc.bump_dispatch_epoch()
+
+    def def_tuned_table(self, path: str | os.PathLike) -> None:
+        """Use the tuned table at ``path`` (shipped with a library; read on first
+        use) for this primitive. The user's own table (``polykernel tune``) wins.
+
+        Example:
+            >>> import polykernel as pk
+            >>> op = pk.XLACustomKernel("doc.def_tuned_table")
+            >>> op.def_tuned_table("/path/inside/my/package/tuned.json")
+        """
+        tuned_table.register_shipped(path, self.name)
+        jc.bump_dispatch_epoch()
+
+    def tunables(
+        self, platform: str
+    ) -> dict[str, tuple[tuple[str, tuple[Any, ...]], ...]]:
+        """``{backend: ((parameter, candidate values), ...)}`` on ``platform``."""
+        return {
+            b: self._table.entry(platform, b).tune
+            for b in self._table.backends(platform)
+        }
+
+    # -- deciding --------------------------------------------------------------------
+    def _decide(
+        self,
+        platform: str,
+        avals: Sequence[Any],
+        outs: Sequence[Any],
+        params: Mapping[str, Any],
+        backend: str | None,
+    ) -> tuple[Any, Dispatch]:
+        """The kernel entry and decision of one lowering (or a dry run of one)."""
+        entry, how = self._table.resolve_with_reason(platform, backend)
+        tunables = self.tunables(platform)
+        tuned_names = {n for spec in tunables.values() for n, _ in spec}
+        statics = {k: v for k, v in params.items() if k not in tuned_names}
+        key = dispatching.make_key(
+            self.name, platform, avals, outs, statics, self._bucketer
+        )
+        decision = dispatching.decide(key, entry.backend, how, tunables)
+        if decision.backend != entry.backend:
+            entry = self._table.entry(platform, decision.backend)
+        return entry, decision
+
+    def dispatch(
+        self,
+        *ins: Any,
+        outs: Any,
+        platform: str | None = None,
+        backend: str | None = None,
+        **kwargs: Any,
+    ) -> Dispatch:
+        """Which backend and launch parameters a call would use, and why, without
+        running or compiling anything.
+
+        Args:
+            *ins: the inputs (arrays, or anything with ``shape`` and ``dtype``).
+            outs: as for a call.
+            platform: the platform lowered for (default: JAX's default backend).
+            backend: as for a call (an explicit backend always wins).
+            **kwargs: the call's static keywords.
+
+        Returns:
+            A :class:`~polykernel.core.dispatch.Dispatch`: ``backend``, ``params``,
+            ``reason`` (``explicit``, ``preference``, ``set_default``, ``exact``,
+            ``nearest``, ``family``, ``default``) and the tuned entry used.
+
+        Example:
+            >>> import jax, jax.numpy as jnp
+            >>> from polykernel.catalog import scaled_add_p
+            >>> x = jax.ShapeDtypeStruct((1000,), jnp.float32)
+            >>> scaled_add_p.dispatch(x, x, outs=x, alpha=2.0).reason in (
+            ...     "exact", "nearest", "family", "default")
+            True
+        """
+        from ..contract.outs import normalize_outs
+
+        if platform is None:
+            platform = jc.default_device_platform()
+        spec = normalize_outs(f"XLACustomKernel '{self.name}'.dispatch()", outs)
+        return self._decide(platform, ins, spec.structs, kwargs, backend)[1]
+
+    # -- tuning ----------------------------------------------------------------------
+    def tune(
+        self,
+        *,
+        platform: str | Sequence[str] | None = None,
+        configs: Sequence[Any] | None = None,
+        backends: Sequence[str] | None = None,
+        max_seconds: float = 120.0,
+        max_candidates: int | None = None,
+        save: bool = True,
+        verbose: bool = False,
+        rtol: float | None = None,
+        atol: float | None = None,
+        target_spread: float = 0.05,
+        case_seconds: float = 2.0,
+    ) -> Any:
+        """Time every (backend, launch parameters) on each case; keep the fastest.
+
+        Cases are the primitive's benchmark data (``def_benchmark_data``) or
+        ``configs`` (``BenchmarkConfig``s you make, for the shapes you name), on
+        ``platform`` (default: every platform with kernels and a device here).
+        Candidates run eagerly on fresh copies of the case's inputs (never inside a
+        traced program); one whose outputs differ from the reference's (``jax_raw``,
+        else the default backend) beyond the per-dtype tolerance is reported and
+        never chosen; one that fails is recorded and skipped. With ``save`` the
+        winners go to your tuned table, and calls lowered afterwards use them.
+
+        Args:
+            platform: a platform, several, or None for all present.
+            configs: the cases (default: the benchmark data).
+            backends: only these backends (default: all registered and usable).
+            max_seconds: the whole run's time budget.
+            max_candidates: at most this many candidates per case.
+            save: record the winners in the user's tuned table.
+            verbose: print the report as it goes.
+            rtol: the relative tolerance (default: the per-dtype one of
+                ``polykernel.testing.tolerance_for``).
+            atol: the absolute tolerance (default: the per-dtype one).
+            target_spread: timing stops once every candidate's IQR / median is
+                below this (or ``case_seconds`` is spent).
+            case_seconds: timing budget of one case.
+
+        Returns:
+            A :class:`~polykernel.tuning.report.TuneReport`.
+
+        Raises:
+            TuningError: called inside a traced function, no cases, or no platform.
+        """
+        from ..tuning.session import run_tuning
+
+        return run_tuning(
+            self,
+            platform=platform,
+            configs=configs,
+            backends=backends,
+            max_seconds=max_seconds,
+            max_candidates=max_candidates,
+            save=save,
+            verbose=verbose,
+            rtol=rtol,
+            atol=atol,
+            target_spread=target_spread,
+            case_seconds=case_seconds,
+            key_of=self._key_of,
+        )
+
+    def _key_of(
+        self, platform: str, avals: Sequence[Any], outs: Any, statics: Mapping[str, Any]
+    ) -> tuned_table.Key:
+        tuned_names = {n for s in self.tunables(platform).values() for n, _ in s}
+        kept = {k: v for k, v in statics.items() if k not in tuned_names}
+        return dispatching.make_key(
+            self.name, platform, avals, outs, kept, self._bucketer
+        )

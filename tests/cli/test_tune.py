@@ -1,0 +1,90 @@
+"""``polykernel tune``: tune a module's primitives, then show, report, export, clear."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from subprocess_support import SUPPORT
+
+MODULE = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {support!r})
+    from tuning_ops import make_op
+    OP = make_op("cli_tune.double")
+    """
+)
+
+
+@pytest.fixture
+def cli(tmp_path, run_env):
+    target = tmp_path / "ops_to_tune.py"
+    target.write_text(MODULE.format(support=str(SUPPORT)))
+    env = {**run_env, "POLYKERNEL_CONFIG_DIR": str(tmp_path / "config")}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "polykernel.cli", "tune", *args],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    run.target = str(target)  # type: ignore[attr-defined]
+    run.config = tmp_path / "config"  # type: ignore[attr-defined]
+    return run
+
+
+@pytest.mark.slow
+def test_tune_then_show_report_export_and_clear(cli, tmp_path):
+    tuned = cli(f"{cli.target}:double", "--max-seconds", "60", "--json", "r.json")
+    assert tuned.returncode == 0, tuned.stderr
+    assert "tuning cli_tune.double (2 cases)" in tuned.stdout
+    assert max(len(line) for line in tuned.stdout.splitlines()) <= 100
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [c["label"] for c in report[0]["cases"]] == ["n=1000", "n=100000"]
+    table = json.loads((cli.config / "tuned.json").read_text())
+    assert len(table["entries"]["cli_tune.double"]) == 2
+
+    shown = cli("--show")
+    assert shown.returncode == 0 and "cli_tune.double cpu bucket [10]" in shown.stdout
+    assert shown.stdout.rstrip().endswith("2 entries")
+
+    explained = cli("--report", f"{cli.target}:double")
+    assert explained.returncode == 0, explained.stderr
+    assert "n=1000: cli_tune.double on cpu:" in explained.stdout
+    assert "[exact]" in explained.stdout
+
+    exported = cli("--export", "ship.json")
+    assert (
+        exported.returncode == 0 and "wrote 2 entries to ship.json" in exported.stdout
+    )
+    assert (
+        json.loads((tmp_path / "ship.json").read_text())["format"] == "polykernel.tuned"
+    )
+
+    cleared = cli("--clear")
+    assert cleared.stdout.strip() == "cleared 1 primitive: cli_tune.double"
+    assert cli("--show").stdout.rstrip().endswith("0 entries")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give a TARGET (module, file.py or MODULE:NAME) to tune"),
+        (("{target}:nope",), "no primitive named 'nope'"),
+        (("no_such_module_xyz",), "cannot import module 'no_such_module_xyz'"),
+    ],
+    ids=["no-target", "unknown-name", "missing-module"],
+)
+def test_usage_errors_exit_2_with_one_line(cli, args, message):
+    done = cli(*(a.format(target=cli.target) for a in args))
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

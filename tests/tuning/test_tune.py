@@ -1,0 +1,154 @@
+"""``op.tune()``: candidates, safety and the seeded faults of issue 28.
+
+Each fault is a test: a candidate that returns wrong values is never chosen, one
+that raises is skipped, tuning inside ``jit`` is refused, a candidate that writes
+into its input never touches the caller's arrays, and the budget says what it cut.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from tuning_ops import configs, make_op
+
+import polykernel as pk
+from polykernel.settings import tuned_table
+
+FAST = {"max_seconds": 60.0, "case_seconds": 0.3}
+
+
+@pytest.fixture(autouse=True)
+def own_config_dir(tmp_path, monkeypatch):
+    """Each test tunes into its own config directory (its own tuned.json)."""
+    monkeypatch.setenv("POLYKERNEL_CONFIG_DIR", str(tmp_path / "config"))
+
+
+def _statuses(report) -> dict[str, str]:
+    return {m.candidate.label: m.status for c in report.cases for m in c.measured}
+
+
+def test_every_backend_and_parameter_is_timed_and_the_winner_recorded():
+    op = make_op("tune.basic")
+    report = op.tune(platform="cpu", configs=configs((2000,)), **FAST)
+    (case,) = report.cases
+    labels = {m.candidate.label for m in case.measured}
+    assert labels == {
+        "jax_raw",
+        "numba(variant='a')",
+        "numba(variant='b')",
+        "numba(variant='c')",
+    }
+    assert all(m.status == "ok" and m.median_s > 0 for m in case.measured)
+    winner = case.winner.candidate.label
+    assert winner != "numba(variant='b')"  # 400 passes: never the fastest
+    (entry,) = tuned_table.entries_for("tune.basic")
+    assert entry.best.backend == case.winner.candidate.backend
+    assert set(entry.per_backend) == {"jax_raw", "numba"}
+    assert dict(entry.per_backend["numba"].params)["variant"] in ("a", "c")
+    assert entry.recorded["shape"] == [[2000]]
+    assert report.saved_to == tuned_table.tuned_path()
+
+
+def test_a_candidate_with_wrong_values_is_reported_and_never_chosen():
+    op = make_op("tune.wrong", variants=("wrong", "a"))
+    report = op.tune(platform="cpu", configs=configs((500,)), **FAST)
+    statuses = _statuses(report)
+    assert statuses["numba(variant='wrong')"] == "mismatch"
+    (case,) = report.cases
+    wrong = next(
+        m for m in case.measured if m.candidate.params == (("variant", "wrong"),)
+    )
+    assert "elements differ" in wrong.detail
+    assert case.winner.candidate.label != "numba(variant='wrong')"
+    (entry,) = tuned_table.entries_for("tune.wrong")
+    assert dict(entry.per_backend["numba"].params) == {"variant": "a"}
+    # Even the default (first candidate) being wrong never lands in the table.
+    assert all(
+        c.get("status") != "ok" or c["params"] != {"variant": "wrong"}
+        for c in entry.candidates
+    )
+
+
+def test_a_candidate_that_fails_to_build_is_recorded_with_its_error_and_skipped():
+    op = make_op("tune.raises", variants=("raises", "a"))
+    report = op.tune(platform="cpu", configs=configs((500,)), **FAST)
+    (case,) = report.cases
+    failed = next(m for m in case.measured if m.status == "error")
+    assert failed.candidate.label == "numba(variant='raises')"
+    assert "seeded build failure" in failed.detail
+    assert (
+        case.winner is not None
+        and case.winner.candidate.label != failed.candidate.label
+    )
+
+
+def test_tuning_inside_jit_is_refused():
+    op = make_op("tune.in_jit")
+
+    def traced(x):
+        op.tune(platform="cpu", configs=configs((10,)), **FAST)
+        return x
+
+    with pytest.raises(
+        pk.TuningError,
+        match=r"tune\(\): tuning runs kernels eagerly "
+        r"on fresh buffers and cannot run inside jit, vmap or grad",
+    ):
+        jax.jit(traced)(np.ones(3, np.float32))
+    assert tuned_table.entries_for("tune.in_jit") == []
+
+
+def test_candidates_run_on_fresh_buffers_never_the_callers_arrays():
+    op = make_op("tune.clobber", variants=("a", "clobber"))
+    cases = configs((64,))
+    before = np.array(cases[0].args[0])
+    report = op.tune(platform="cpu", configs=cases, **FAST)
+    # The clobbering kernel wrote into its own copy of x; the caller's array and
+    # the other candidates' copies (compared with the reference) are untouched.
+    np.testing.assert_array_equal(cases[0].args[0], before)
+    assert _statuses(report)["numba(variant='a')"] == "ok"
+
+
+def test_the_budget_bounds_the_search_and_the_report_says_what_was_cut():
+    op = make_op("tune.budget")
+    report = op.tune(
+        platform="cpu", configs=configs((100, 200)), max_candidates=2, case_seconds=0.2
+    )
+    cut = [m for c in report.cases for m in c.measured if m.status == "cut"]
+    assert {m.detail for m in cut} == {"max_candidates"}
+    assert len(cut) == 2 * 2  # 4 candidates per case, 2 kept
+    kept = {
+        m.candidate.label for c in report.cases for m in c.measured if m.status == "ok"
+    }
+    assert kept == {"jax_raw", "numba(variant='a')"}  # every backend's default first
+    out_of_time = op.tune(platform="cpu", configs=configs((100, 200)), max_seconds=0.0)
+    assert out_of_time.cases == []
+    assert [c.split(":")[0] for c in out_of_time.cut] == ["cpu n=100", "cpu n=200"]
+    assert "cut by the budget: 2" in out_of_time.table()
+
+
+def test_not_saving_leaves_the_table_alone_and_tables_fit_100_columns():
+    op = make_op("tune.nosave")
+    report = op.tune(platform="cpu", configs=configs((300,)), save=False, **FAST)
+    assert report.saved_to is None and tuned_table.entries_for("tune.nosave") == []
+    assert max(len(line) for line in report.table().splitlines()) <= 100
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, r"no cases: register benchmark data with def_benchmark_data"),
+        ({"platform": "gpu"}, r"no kernels for platform\(s\) \['gpu'\]"),
+        (
+            {"backends": ["warp"], "configs": configs((4,))},
+            r"no backend to tune on cpu",
+        ),
+    ],
+    ids=["no-data", "no-platform", "no-backend"],
+)
+def test_tuning_that_cannot_run_is_our_error(kwargs, message, request):
+    op = pk.XLACustomKernel(f"tune.cannot.{request.node.callspec.id}")
+    op.def_jax_raw_kernel(lambda outs, **kw: lambda x: x, platform="cpu")
+    with pytest.raises(pk.TuningError, match=message):
+        op.tune(**kwargs)
