@@ -33,15 +33,11 @@ from __future__ import annotations
 import os
 import tempfile
 
+from _env import cache_environment
+
 _RUN_DIR = tempfile.mkdtemp(prefix="polykernel-bench-")
-os.environ["JAX_PLATFORMS"] = "cpu"
-os.environ["NUMBA_THREADING_LAYER"] = "omp"
-for _var, _sub in (
-    ("POLYKERNEL_CACHE_DIR", "polykernel"),
-    ("NUMBA_CACHE_DIR", "numba"),
-    ("WARP_CACHE_PATH", "warp"),
-):
-    os.environ[_var] = os.path.join(_RUN_DIR, _sub)
+os.environ.update(JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
+os.environ.update(cache_environment(_RUN_DIR))
 
 import argparse  # noqa: E402
 import json  # noqa: E402

@@ -27,20 +27,14 @@ import tempfile
 import time
 from pathlib import Path
 
-CHILD = Path(__file__).resolve().parents[1] / "tests" / "cache_stress_child.py"
+from _env import cache_environment
+
+CHILD = Path(__file__).resolve().parents[1] / "tests/support/cache_stress_child.py"
 
 
 def _env(run_dir: Path, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        JAX_PLATFORMS="cpu",
-        NUMBA_THREADING_LAYER="omp",
-        POLYKERNEL_CACHE_DIR=str(run_dir / "polykernel"),
-        NUMBA_CACHE_DIR=str(run_dir / "numba"),
-        WARP_CACHE_PATH=str(run_dir / "warp"),
-        TRITON_CACHE_DIR=str(run_dir / "triton"),
-        **extra,
-    )
+    env = dict(os.environ, JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
+    env.update(cache_environment(run_dir), **extra)
     env.pop("POLYKERNEL_CACHE_READONLY", None)
     return env
 

@@ -29,6 +29,8 @@ import sys
 import tempfile
 import textwrap
 
+from _env import cache_environment
+
 KERNELS = {
     "csrmv": """
         @numba.njit
@@ -60,8 +62,7 @@ KERNELS = {
 CHILD = """
 import json, time
 import jax, jax.numpy as jnp, numba, numpy as np
-from polykernel.backends import _numba_build
-from polykernel.backends.numba_cpu import numba_kernel
+from polykernel import numba_kernel
 jax.devices("cpu")
 jnp.ones(1).block_until_ready()
 {kernel}
@@ -75,13 +76,13 @@ def timed(module, name):
         finally:
             steps[name] = steps.get(name, 0.0) + time.perf_counter() - t
     setattr(module, name, wrapper)
-from polykernel.backends import _numba_artifact, _numba_compile, numba_cpu
-for module, name in ((_numba_compile, "compile_kernel"),
-                     (_numba_artifact, "link_artifact"),
-                     (_numba_artifact, "emit_object"),
-                     (_numba_artifact, "load_object"),
-                     (_numba_build, "build_handler"),
-                     (numba_cpu, "kernel_fingerprint")):
+from polykernel.backends.numba import artifact, build, compile, fingerprint
+for module, name in ((compile, "compile_kernel"),
+                     (artifact, "link_artifact"),
+                     (artifact, "emit_object"),
+                     (artifact, "load_object"),
+                     (build, "build_handler"),
+                     (fingerprint, "kernel_fingerprint")):
     timed(module, name)
 t0 = time.perf_counter()
 if "{mode}" == "bare":
@@ -153,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
     run_dir = tempfile.mkdtemp(prefix="polykernel-bench-compile-")
     os.chmod(run_dir, 0o700)
-    os.environ["NUMBA_CACHE_DIR"] = os.path.join(run_dir, "numba")
+    os.environ.update(cache_environment(run_dir))  # each child's own polykernel cache
     results = {}
     try:
         for name in KERNELS:

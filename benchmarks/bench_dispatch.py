@@ -27,6 +27,8 @@ from __future__ import annotations
 import os
 import tempfile
 
+from _env import cache_environment
+
 # Environment first: before JAX or Numba is imported anywhere.
 _RUN_DIR = tempfile.mkdtemp(prefix="polykernel-bench-")
 os.environ["JAX_PLATFORMS"] = "cpu"
@@ -34,13 +36,7 @@ os.environ["NUMBA_THREADING_LAYER"] = "omp"
 # On a small machine, OpenMP workers that spin after a prange region steal the cores
 # XLA's own threads need for the next operation (jnp included); let them sleep.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-for _var, _sub in (
-    ("POLYKERNEL_CACHE_DIR", "polykernel"),
-    ("NUMBA_CACHE_DIR", "numba"),
-    ("WARP_CACHE_PATH", "warp"),
-    ("TRITON_CACHE_DIR", "triton"),
-):
-    os.environ[_var] = os.path.join(_RUN_DIR, _sub)
+os.environ.update(cache_environment(_RUN_DIR))
 
 import argparse  # noqa: E402
 import ctypes  # noqa: E402

@@ -30,15 +30,11 @@ from __future__ import annotations
 import os
 import tempfile
 
+from _env import cache_environment
+
 _RUN_DIR = tempfile.mkdtemp(prefix="polykernel-bench-gpu-")
-_CACHE_VARS = {
-    "POLYKERNEL_CACHE_DIR": "polykernel",
-    "NUMBA_CACHE_DIR": "numba",
-    "TRITON_CACHE_DIR": "triton",
-    "WARP_CACHE_PATH": "warp",
-}
-for _var, _sub in _CACHE_VARS.items():
-    os.environ.setdefault(_var, os.path.join(_RUN_DIR, _sub))
+for _var, _path in cache_environment(_RUN_DIR).items():
+    os.environ.setdefault(_var, _path)
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import argparse  # noqa: E402
@@ -281,7 +277,7 @@ def cold_child(name: str) -> None:
 def _child(args: list[str], **env: str) -> tuple[dict, float]:
     """Run this script in a fresh process with empty caches: (its JSON, seconds)."""
     fresh = tempfile.mkdtemp(prefix="child-", dir=_RUN_DIR)
-    env = {**os.environ, **{v: os.path.join(fresh, s) for v, s in _CACHE_VARS.items()},
+    env = {**os.environ, **cache_environment(fresh),
            **env}  # fmt: skip
     start = time.perf_counter()
     done = subprocess.run([sys.executable, __file__, *args], env=env,

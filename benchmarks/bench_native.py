@@ -28,15 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from _env import cache_environment
+
 _RUN_DIR = tempfile.mkdtemp(prefix="polykernel-bench-native-")
-os.environ.update(
-    JAX_PLATFORMS="cpu",
-    NUMBA_THREADING_LAYER="omp",
-    POLYKERNEL_CACHE_DIR=os.path.join(_RUN_DIR, "polykernel"),
-    NUMBA_CACHE_DIR=os.path.join(_RUN_DIR, "numba"),
-    WARP_CACHE_PATH=os.path.join(_RUN_DIR, "warp"),
-    TRITON_CACHE_DIR=os.path.join(_RUN_DIR, "triton"),
-)
+os.environ.update(JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
+os.environ.update(cache_environment(_RUN_DIR))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

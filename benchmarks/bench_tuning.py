@@ -33,6 +33,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _env import cache_environment
+
 HERE = Path(__file__).resolve().parent
 N_SHAPES = 20
 HELD_OUT = (1, 4, 6, 9, 11, 14, 16, 18)  # never an end of the range
@@ -41,14 +43,7 @@ PRIMITIVES = ("scaled_add", "csrmv")
 
 def _environment(run_dir: Path) -> dict[str, str]:
     env = dict(os.environ, JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
-    for var, sub in (
-        ("POLYKERNEL_CACHE_DIR", "polykernel"),
-        ("NUMBA_CACHE_DIR", "numba"),
-        ("WARP_CACHE_PATH", "warp"),
-        ("POLYKERNEL_CONFIG_DIR", "config"),
-        ("MPLCONFIGDIR", "mpl"),
-    ):
-        env[var] = str(run_dir / sub)
+    env.update(cache_environment(run_dir))
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(HERE), env.get("PYTHONPATH")])
     )

@@ -28,15 +28,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     run_dir = Path(tempfile.mkdtemp(prefix="polykernel-ship-tables-"))
-    os.environ.update(
-        JAX_PLATFORMS="cpu",
-        NUMBA_THREADING_LAYER="omp",
-        POLYKERNEL_CONFIG_DIR=str(run_dir / "config"),
-        POLYKERNEL_CACHE_DIR=str(run_dir / "cache"),
-        NUMBA_CACHE_DIR=str(run_dir / "numba"),
-        WARP_CACHE_PATH=str(run_dir / "warp"),
-    )
     sys.path.insert(0, str(HERE))
+    from _env import cache_environment
+
+    os.environ.update(JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
+    os.environ.update(cache_environment(run_dir))
     import bench_tuning
 
     from polykernel import catalog

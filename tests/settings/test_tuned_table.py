@@ -100,3 +100,52 @@ def test_two_processes_recording_at_once_lose_nothing(run_env, tmp_path):
     assert sorted((e.key.signature, e.key.bucket[0]) for e in entries) == sorted(
         (tag, i) for tag in ("p", "q") for i in range(25)
     )
+
+
+ENTRY_POINT_READER = textwrap.dedent(
+    """
+    import warnings
+    from polykernel.settings import tuned_table
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        entries = tuned_table.entries_for("table.ep")
+        again = tuned_table.entries_for("table.ep")  # the group is read once
+    print([e.key.bucket for e in entries], len(again))
+    for w in caught:
+        print(type(w.message).__name__, w.message)
+    """
+)
+
+
+def test_a_table_shipped_through_an_entry_point_is_found_and_a_broken_one_warns(
+    run_env, tmp_path
+):
+    """An installed distribution declares its table in ``polykernel.tuned_tables``
+    (a callable returning the path); a broken entry point beside it is skipped
+    with one warning naming it, and the good one still counts."""
+    tuned_table.record_entries([_entry("table.ep", 5)])
+    table = tmp_path / "lib" / "tuned.json"
+    assert tuned_table.export_entries(table, ["table.ep"]) == 1
+    tuned_table.clear_entries()
+    site = tmp_path / "site"
+    info = site / "pk_tables-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pk-tables\n"
+                                   "Version: 1.0\n")  # fmt: skip
+    (info / "entry_points.txt").write_text(
+        f"[{tuned_table.ENTRY_POINT_GROUP}]\n"
+        "broken = pk_no_such_module:table\nmylib = pk_lib_tables:table\n"
+    )
+    (site / "pk_lib_tables.py").write_text(f"def table():\n    return {str(table)!r}\n")
+    env = {**run_env, "POLYKERNEL_CONFIG_DIR": str(tmp_path / "config"),
+           "PYTHONPATH": str(site)}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", ENTRY_POINT_READER], env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "[(5,)] 1"
+    assert lines[1:] == [
+        "TuningWarning polykernel: the tuned-table entry point 'broken' "
+        "(pk_no_such_module:table) is skipped: ModuleNotFoundError: No module named "
+        "'pk_no_such_module'."
+    ]

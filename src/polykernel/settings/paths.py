@@ -5,12 +5,8 @@ and :func:`ensure_private_dir` creates a directory only when a caller is about t
 
 Public through :mod:`polykernel.config`, beside the reference's ``config.*`` setters.
 
-Environment variables:
-    POLYKERNEL_CACHE_DIR: root of every on-disk cache (compiled libraries, Numba
-        handlers). Default: the per-user cache directory, ``$XDG_CACHE_HOME/polykernel``
-        or ``~/.cache/polykernel``. :func:`set_cache_dir` overrides it in-process.
-    POLYKERNEL_CONFIG_DIR: where persisted settings (tuned defaults) live. Default:
-        ``$XDG_CONFIG_HOME/polykernel`` or ``~/.config/polykernel``.
+The environment variables it reads (``POLYKERNEL_CACHE_DIR``,
+``POLYKERNEL_CONFIG_DIR``) are documented in :mod:`polykernel.config`.
 
 On/off variables (``POLYKERNEL_CACHE_LOCKING``) are read by :func:`env_flag`, the one
 parser of them: ``0``, ``false``, ``no``, ``off`` mean off, ``1``, ``true``, ``yes``,

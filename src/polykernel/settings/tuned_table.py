@@ -270,7 +270,6 @@ def register_shipped(path: str | os.PathLike, primitive: str | None = None) -> N
 
     Example:
         >>> from polykernel.settings.tuned_table import register_shipped
-        >>> from polykernel.settings.tuned_table import register_shipped
         >>> register_shipped("/no/such/table.json", "docs.op")  # read on first use
     """
     if not isinstance(path, str | os.PathLike):
@@ -287,21 +286,29 @@ def register_shipped(path: str | os.PathLike, primitive: str | None = None) -> N
 def _read_entry_points() -> None:
     global _entry_points_read
     with _lock:
-        if _entry_points_read:
-            return
-        _entry_points_read = True
-    for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        first, _entry_points_read = not _entry_points_read, True
+    if not first:
+        return
+    try:
+        points = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+    except Exception as err:  # malformed metadata of some installed package
+        _skip(f"the entry points of '{ENTRY_POINT_GROUP}' cannot be read", err)
+        return
+    for point in points:
         try:
             target = point.load()
             target = target() if callable(target) else target
             register_shipped(target)
         except Exception as err:  # a broken plugin must not break dispatch
-            warnings.warn(
-                f"polykernel: the tuned-table entry point '{point.name}' "
-                f"({point.value}) is skipped: {type(err).__name__}: {err}.",
-                TuningWarning,
-                stacklevel=2,
-            )
+            _skip(f"the tuned-table entry point '{point.name}' ({point.value})", err)
+
+
+def _skip(what: str, err: BaseException) -> None:
+    warnings.warn(
+        f"polykernel: {what} is skipped: {type(err).__name__}: {err}.",
+        TuningWarning,
+        stacklevel=3,
+    )
 
 
 def user_primitives() -> list[str]:

@@ -14,27 +14,7 @@ in its module bound to ``numba.cuda`` point at the simulator package and its
 ``@cuda.jit`` kernels at simulated ones (see :mod:`.cpu`); arrays are the
 simulator's device arrays over NumPy buffers.
 
-Example:
-    >>> import jax, jax.numpy as jnp
-    >>> from numba import cuda
-    >>> from polykernel import numba_cuda_callable
-    >>> @cuda.jit
-    ... def scale(x, out):
-    ...     i = cuda.grid(1)
-    ...     if i < out.size:
-    ...         out[i] = 2 * x[i]
-    >>> @cuda.jit
-    ... def shift(out):
-    ...     i = cuda.grid(1)
-    ...     if i < out.size:
-    ...         out[i] += 1
-    >>> def two_steps(x, out, stream):
-    ...     scale[1, 8, stream](x, out)
-    ...     shift[1, 8, stream](out)
-    >>> f = numba_cuda_callable(two_steps, jax.ShapeDtypeStruct((8,), jnp.float32))
-
-    >>> f(jnp.ones(8, jnp.float32)).tolist()  # on the CPU: Numba's CUDA simulator
-    [3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0]
+See :func:`numba_cuda_callable` for an example: two kernels launched in turn.
 """
 
 from __future__ import annotations

@@ -13,20 +13,7 @@ the same kernel runs under Numba's CUDA simulator through ``jax.pure_callback``
 (:mod:`.cpu`): slow, but it executes the kernel's own grid/block arithmetic,
 so semantics are tested without a GPU.
 
-Example:
-    >>> import jax, jax.numpy as jnp
-    >>> from numba import cuda
-    >>> from polykernel import numba_cuda_kernel
-    >>> @cuda.jit
-    ... def add(x, y, out):
-    ...     i = cuda.grid(1)
-    ...     if i < out.size:
-    ...         out[i] = x[i] + y[i]
-    >>> f = numba_cuda_kernel(add, jax.ShapeDtypeStruct((8,), jnp.float32),
-    ...                       launch_dims=8)
-    >>> x = y = jnp.ones(8, jnp.float32)
-    >>> f(x, y).tolist()  # on the CPU: Numba's CUDA simulator
-    [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+See :func:`numba_cuda_kernel` for an example (it runs on the CPU as written).
 """
 
 from __future__ import annotations
