@@ -44,11 +44,16 @@ def explain_dispatch(
         **kwargs: keyword arguments of ``fun`` (static for the trace).
 
     Example:
-        >>> import jax.numpy as jnp
-        >>> from polykernel import explain_dispatch
-        >>> from polykernel.catalog import scaled_add
-        >>> [d.reason for d in explain_dispatch(scaled_add, jnp.ones(4), jnp.ones(4))]
-        ['default']
+        >>> import jax, jax.numpy as jnp
+        >>> from polykernel import XLACustomKernel, explain_dispatch
+        >>> op = XLACustomKernel("docs.explain_double")
+        >>> op.def_jax_raw_kernel(lambda **kw: lambda x: 2 * x, platform="cpu")
+        >>> def double(x):
+        ...     return op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype))
+        >>> [(d.backend, d.reason) for d in explain_dispatch(double, jnp.ones(4))]
+        [('jax_raw', 'default')]
+
+        ``'default'``: nothing is tuned for this primitive yet (``op.tune()``).
     """
     import functools
 
