@@ -24,72 +24,29 @@ marker, a missing file or a page without markers fails the build.
 
 from __future__ import annotations
 
-import io
-import json
 import math
 import re
-from pathlib import Path
 from typing import Any
 
+import hook_data
+from hook_data import load_json
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
+from results_data import (
+    BENCH_CASES,
+    DATASETS,
+    backend_order,
+    by_primitive,
+    case_labels,
+    is_correct,
+    records_of,
+)
+from results_plots import plot_bench, plot_demo
 
 PAGE = "choosing-a-backend.md"
 PLOTS = {"demo": "assets/results/demo.png", "bench": "assets/results/bench-gpu.png"}
 MARKER = re.compile(r"<!-- results: ([\w-]+)(?: ([\w-]+))? -->")
 NOISY = 0.10  # IQR above this fraction of the median: flagged, as the harness does
-# Each data set: (results file, platform of its records, title, machine file).
-DATASETS = {
-    "cpu": ("cpu/demo-results.json", "cpu", "CPU (make demo)", "cpu"),
-    "gpu-host": ("gpu/demo-results.json", "cpu", "CPU of the GPU machine", "gpu"),
-    "gpu": ("gpu/demo-results.json", "gpu", "GPU (make demo-gpu)", "gpu"),
-}
-BENCH_CASES = ("jnp.add", "ffi_floor", "numba_cuda", "triton", "cuda_raw", "pallas")
-
-_data_dir: Path | None = None
-
-
-# -- reading -------------------------------------------------------------------------
-
-
-def _load(name: str) -> Any:
-    assert _data_dir is not None
-    path = _data_dir / name
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise PluginError(f"results hook: cannot read {path}: {err}") from err
-
-
-def _records(dataset: str) -> list[dict[str, Any]]:
-    file, platform, _, _ = DATASETS[dataset]
-    return [r for r in _load(file)["records"] if r["platform"] == platform]
-
-
-def _short(primitive: str) -> str:
-    return primitive.rsplit(".", 1)[-1]
-
-
-def _by_primitive(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for r in records:
-        groups.setdefault(_short(r["primitive"]), []).append(r)
-    return groups
-
-
-def _cases(records: list[dict[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(r["label"] for r in records))
-
-
-def _backends(records: list[dict[str, Any]]) -> list[str]:
-    """The reference first, then in the order the harness ran them."""
-    names = list(dict.fromkeys(r["backend"] for r in records))
-    refs = {r.get("reference_backend") for r in records}
-    return sorted(names, key=lambda b: (b not in refs, names.index(b)))
-
-
-def _correct(r: dict[str, Any]) -> bool:
-    return bool(r["success"]) and r.get("matches_reference") is not False
 
 
 # -- formatting ----------------------------------------------------------------------
@@ -144,7 +101,7 @@ def _status(r: dict[str, Any]) -> str:
 
 
 def _machine(which: str) -> str:
-    m = _load(f"{which}/machine.json")
+    m = load_json(f"{which}/machine.json")
 
     def text(value: Any) -> str:
         return "not recorded" if value in (None, "", []) else str(value)
@@ -176,17 +133,17 @@ def _machine(which: str) -> str:
 
 def _demo(dataset: str) -> str:
     out = []
-    for primitive, records in _by_primitive(_records(dataset)).items():
+    for primitive, records in by_primitive(records_of(dataset)).items():
         ref = {r["label"]: r for r in records if r["backend"] == r["reference_backend"]}
         rows = []
-        for case in _cases(records):
+        for case in case_labels(records):
             in_case = [r for r in records if r["label"] == case]
             fastest = min(
-                (r for r in in_case if _correct(r) and r.get("median_ms")),
+                (r for r in in_case if is_correct(r) and r.get("median_ms")),
                 key=lambda r: r["median_ms"],
                 default=None,
             )
-            for backend in _backends(in_case):
+            for backend in backend_order(in_case):
                 r = next(r for r in in_case if r["backend"] == backend)
                 base = ref.get(case, {}).get("median_ms")
                 median = r.get("median_ms")
@@ -225,14 +182,14 @@ def _fastest() -> str:
     columns = list(DATASETS)
     found: dict[tuple[str, str], dict[str, str]] = {}
     for dataset in columns:
-        for primitive, records in _by_primitive(_records(dataset)).items():
-            for case in _cases(records):
+        for primitive, records in by_primitive(records_of(dataset)).items():
+            for case in case_labels(records):
                 in_case = [r for r in records if r["label"] == case]
                 ref = next(
                     (r for r in in_case if r["backend"] == r["reference_backend"]), None
                 )
                 best = min(
-                    (r for r in in_case if _correct(r) and r.get("median_ms")),
+                    (r for r in in_case if is_correct(r) and r.get("median_ms")),
                     key=lambda r: r["median_ms"],
                     default=None,
                 )
@@ -250,7 +207,7 @@ def _fastest() -> str:
 
 
 def _bench() -> str:
-    data = _load("gpu/bench_gpu.json")
+    data = load_json("gpu/bench_gpu.json")
     jnp_, floor = data.get("jnp.add", {}), data.get("ffi_floor", {})
 
     def ratio(a: float | None, b: float | None) -> str:
@@ -319,178 +276,16 @@ def _replace(match: re.Match[str]) -> str:
     raise PluginError(f"results hook: unknown marker {match.group(0)!r} in {PAGE}")
 
 
-# -- plots ---------------------------------------------------------------------------
-
-
-def _plot_demo() -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    datasets = list(DATASETS)
-    primitives = list(_by_primitive(_records("cpu")))
-    every = [r for d in datasets for r in _records(d)]
-    backends = _backends(every)
-    colors = {b: plt.get_cmap("tab10")(i % 10) for i, b in enumerate(backends)}
-    # One row per primitive, one column per data set: fits the page's width.
-    fig, axes = plt.subplots(
-        len(primitives),
-        len(datasets),
-        figsize=(4.4 * len(datasets), 3.4 * len(primitives)),
-        squeeze=False,
-    )
-    for col, dataset in enumerate(datasets):
-        groups = _by_primitive(_records(dataset))
-        for row, primitive in enumerate(primitives):
-            ax = axes[row][col]
-            records = groups.get(primitive, [])
-            ax.set_title(f"{primitive} — {DATASETS[dataset][2]}", fontsize=9)
-            if not records:
-                ax.text(
-                    0.5,
-                    0.5,
-                    "not measured",
-                    ha="center",
-                    va="center",
-                    transform=ax.transAxes,
-                )
-                ax.set_xticks([])
-                ax.set_yticks([])
-                continue
-            cases, names = _cases(records), _backends(records)
-            width = 0.8 / len(names)
-            for j, backend in enumerate(names):
-                for i, case in enumerate(cases):
-                    r = next(
-                        (
-                            r
-                            for r in records
-                            if r["label"] == case and r["backend"] == backend
-                        ),
-                        None,
-                    )
-                    if r is None or not r.get("median_ms"):
-                        continue
-                    bad = not _correct(r)
-                    x = i - 0.4 + width * (j + 0.5)
-                    ax.bar(
-                        x,
-                        r["median_ms"],
-                        width,
-                        color=colors[backend],
-                        hatch="//" if bad else None,
-                        edgecolor="red" if bad else "none",
-                    )
-                    if bad:
-                        ax.annotate(
-                            "mismatch",
-                            (x, r["median_ms"]),
-                            fontsize=7,
-                            color="red",
-                            ha="center",
-                            va="bottom",
-                        )
-            ax.set_yscale("log")
-            medians = [r["median_ms"] for r in records if r.get("median_ms")]
-            if medians:  # room below the smallest bar: heights stay comparable
-                ax.set_ylim(min(medians) / 4, max(medians) * 2)
-            ax.set_xticks(range(len(cases)))
-            ax.set_xticklabels(cases, rotation=20, ha="right", fontsize=7)
-            ax.tick_params(axis="y", labelsize=7)
-            if col == 0:
-                ax.set_ylabel("median ms per call (log), lower is better", fontsize=8)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[b]) for b in backends]
-    fig.legend(handles, backends, loc="upper center", ncol=len(backends), frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
-    return _png(fig)
-
-
-def _plot_bench() -> bytes:
-    """benchmarks/bench_gpu.py's four measures, 2 x 2 panels sized for the page's
-    content width (about 700 px): each panel's axis names its unit and whether
-    lower or higher is better; the title names the GPU it ran on."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    data = _load("gpu/bench_gpu.json")
-    machine = _load("gpu/machine.json")
-    cases = [c for c in BENCH_CASES if c in data] + sorted(set(data) - set(BENCH_CASES))
-    # (title, y axis label, series (key, legend label))
-    panels = [
-        (
-            "one jitted call at N = 1",
-            "µs per call, lower is better",
-            [("call_us", None)],
-        ),
-        (
-            "100 calls chained in one jit",
-            "µs per call, lower is better",
-            [("chain_us", "CUDA graphs"), ("chain_us_no_graphs", "no CUDA graphs")],
-        ),
-        (
-            "bandwidth at 2^24 floats",
-            "GB/s, higher is better",
-            [("bandwidth_gbs", None)],
-        ),
-        (
-            "cold start, fresh process",
-            "seconds, lower is better",
-            [("first_call_s", "first call"), ("process_s", "whole process")],
-        ),
-    ]
-    fig, axes = plt.subplots(2, 2, figsize=(7.6, 7.4), layout="constrained")
-    for ax, (title, ylabel, series) in zip(axes.flat, panels, strict=True):
-        width, top = 0.8 / len(series), 0.0
-        for k, (key, label) in enumerate(series):
-            values = [
-                (data[c].get("cold", {}) if key.endswith("_s") else data[c]).get(key)
-                or 0.0
-                for c in cases
-            ]
-            xs = [i - 0.4 + width * (k + 0.5) for i in range(len(cases))]
-            ax.bar(xs, values, width, label=label)
-            top = max([top, *values])
-        if any(label for _, label in series):
-            ax.legend(fontsize=8, frameon=False, loc="upper left", ncol=2)
-            ax.set_ylim(0, top * 1.25 or 1.0)  # room for the legend above the bars
-        ax.set_title(title, fontsize=10)
-        ax.set_ylabel(ylabel, fontsize=9)
-        ax.set_xticks(range(len(cases)))
-        ax.set_xticklabels(cases, rotation=35, ha="right", fontsize=9)
-        ax.tick_params(axis="y", labelsize=8)
-    gpu = ", ".join(machine.get("gpus") or []) or "GPU not recorded"
-    fig.suptitle(
-        f"benchmarks/bench_gpu.py on {gpu}\n(medians of interleaved runs; "
-        "cold start: one fresh process each)",
-        fontsize=10,
-    )
-    return _png(fig)
-
-
-def _png(fig: Any) -> bytes:
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    # No timestamp or software tag: the same data renders the same bytes.
-    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
-
-
 # -- MkDocs events -------------------------------------------------------------------
 
 
 def on_config(config: Any) -> Any:
-    global _data_dir
-    _data_dir = Path(config["docs_dir"]) / "data"
+    hook_data.set_docs_dir(config["docs_dir"])
     return config
 
 
 def on_files(files: Any, config: Any) -> Any:
-    for name, render in (("demo", _plot_demo), ("bench", _plot_bench)):
+    for name, render in (("demo", plot_demo), ("bench", plot_bench)):
         files.append(File.generated(config, PLOTS[name], content=render()))
     return files
 

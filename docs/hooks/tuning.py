@@ -15,12 +15,11 @@ missing file or an unknown marker fails the build.
 
 from __future__ import annotations
 
-import io
-import json
 import re
-from pathlib import Path
 from typing import Any
 
+import hook_data
+from hook_data import load_json, png_bytes
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
@@ -28,16 +27,10 @@ PAGE = "tuning.md"
 PLOT = "assets/results/tuning.png"
 DATA = "cpu/tuning.json"
 MARKER = re.compile(r"<!-- tuning: (\w+) -->")
-_data_dir: Path | None = None
 
 
 def _load() -> dict[str, Any]:
-    assert _data_dir is not None
-    path = _data_dir / DATA
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise PluginError(f"tuning hook: cannot read {path}: {err}") from err
+    return load_json(DATA, hook="tuning")
 
 
 def _ratio(x: float | None) -> str:
@@ -133,10 +126,7 @@ def _plot() -> bytes:
         fontsize=9,
     )
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
+    return png_bytes(fig)
 
 
 def _replace(match: re.Match[str]) -> str:
@@ -150,8 +140,7 @@ def _replace(match: re.Match[str]) -> str:
 
 
 def on_config(config: Any) -> Any:
-    global _data_dir
-    _data_dir = Path(config["docs_dir"]) / "data"
+    hook_data.set_docs_dir(config["docs_dir"])
     return config
 
 

@@ -7,6 +7,7 @@ import math
 import pickle
 
 import pytest
+from reference_records import REFERENCE_RECORD_FIELDS
 
 from polykernel.benchmark import BenchmarkRecord, BenchmarkResult
 
@@ -28,24 +29,20 @@ REFERENCE_JSON = """{
   ]
 }
 """
-REFERENCE_FIELDS = [
-    "platform",
-    "backend",
-    "label",
-    "mean_ms",
-    "std_ms",
-    "min_ms",
-    "throughput",
-    "success",
-    "error",
-    "kernel_kwargs",
-    "data_kwargs",
-]
 
 
 def _record_json(**changes) -> str:
     rec = {"platform": "cpu", "backend": "a", "label": "x", "mean_ms": 1.0} | changes
     return json.dumps({"primitive_name": "p", "records": [rec]})
+
+
+def _assert_load_names_the_file(path, text: str, match: str) -> None:
+    """Loading ``text`` saved as ``path`` raises a ValueError naming the file."""
+    path.write_text(text)
+    with pytest.raises(
+        ValueError, match=rf"BenchmarkResult.load: '.*{path.name}'.*" + match
+    ):
+        BenchmarkResult.load(path)
 
 
 def test_reference_json_loads(tmp_path):
@@ -82,7 +79,7 @@ def test_to_dict_has_the_reference_layout_first():
     rec = BenchmarkRecord("cpu", "a", "x", 1.0, 0.1, 0.9, None, True, None, {}, {})
     data = BenchmarkResult([rec], "p").to_dict()
     assert list(data)[:2] == ["primitive_name", "records"]
-    assert list(data["records"][0])[:11] == REFERENCE_FIELDS
+    assert list(data["records"][0])[:11] == REFERENCE_RECORD_FIELDS
     assert data["format"] == "polykernel.benchmark" and data["version"] == 1
     json.dumps(data)  # JSON-ready
 
@@ -147,12 +144,7 @@ def test_to_dict_has_the_reference_layout_first():
     ],
 )
 def test_damaged_json_names_file_and_field(tmp_path, text, match):
-    path = tmp_path / "bad.json"
-    path.write_text(text)
-    with pytest.raises(
-        ValueError, match=r"BenchmarkResult.load: '.*bad.json'.*" + match
-    ):
-        BenchmarkResult.load(path)
+    _assert_load_names_the_file(tmp_path / "bad.json", text, match)
 
 
 @pytest.mark.parametrize(
@@ -195,12 +187,7 @@ def test_damaged_json_names_file_and_field(tmp_path, text, match):
     ],
 )
 def test_damaged_csv_names_file_line_and_field(tmp_path, text, match):
-    path = tmp_path / "bad.csv"
-    path.write_text(text)
-    with pytest.raises(
-        ValueError, match=r"BenchmarkResult.load: '.*bad.csv'.*" + match
-    ):
-        BenchmarkResult.load(path)
+    _assert_load_names_the_file(tmp_path / "bad.csv", text, match)
 
 
 def test_csv_header_only_is_an_empty_result(tmp_path):

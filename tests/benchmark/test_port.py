@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
+from reference_records import REFERENCE_RECORD_FIELDS
 
 # The only lines that differ from reference code (brainevent._op.main,
 # brainevent._op.benchmark, brainevent._error, brainevent).
@@ -29,19 +30,6 @@ from polykernel.errors import BenchmarkDataFnNotProvidedError
 PLATFORM = jax.devices()[0].platform
 N_WARMUP = 2
 N_RUNS = 5
-REFERENCE_RECORD_KEYS = [
-    "platform",
-    "backend",
-    "label",
-    "mean_ms",
-    "std_ms",
-    "min_ms",
-    "throughput",
-    "success",
-    "error",
-    "kernel_kwargs",
-    "data_kwargs",
-]
 
 
 @numba.njit
@@ -176,7 +164,7 @@ def test_save_and_load(result):
     assert len(loaded_json.records) == len(loaded_csv.records) == 8
     assert loaded_pkl.records == result.records
     assert list(d.keys())[:2] == ["primitive_name", "records"]
-    assert list(d["records"][0].keys())[:11] == REFERENCE_RECORD_KEYS
+    assert list(d["records"][0].keys())[:11] == REFERENCE_RECORD_FIELDS
 
 
 def test_plot(result, tmp_path):
@@ -237,33 +225,23 @@ def test_missing_data_fn():
         registry.unregister("porttest._demo_no_data_fn")
 
 
+def _offline_record(platform, backend, label, mean_ms, std_ms, min_ms, size, nnz):
+    """A successful record as the reference's offline-analysis example builds one."""
+    return BenchmarkRecord(
+        platform=platform, backend=backend, label=label,
+        mean_ms=mean_ms, std_ms=std_ms, min_ms=min_ms, throughput=None,
+        success=True, error=None,
+        kernel_kwargs={"shape": (size, size)}, data_kwargs={"nnz": nnz},
+    )  # fmt: skip
+
+
 def test_offline_analysis(capsys):
     records = [
-        BenchmarkRecord(
-            platform="cpu", backend="numba", label="small",
-            mean_ms=3.2, std_ms=0.1, min_ms=3.0, throughput=None,
-            success=True, error=None,
-            kernel_kwargs={"shape": (1000, 1000)}, data_kwargs={"nnz": 100_000},
-        ),
-        BenchmarkRecord(
-            platform="gpu", backend="pallas", label="small",
-            mean_ms=0.4, std_ms=0.01, min_ms=0.38, throughput=None,
-            success=True, error=None,
-            kernel_kwargs={"shape": (1000, 1000)}, data_kwargs={"nnz": 100_000},
-        ),
-        BenchmarkRecord(
-            platform="cpu", backend="numba", label="large",
-            mean_ms=45.0, std_ms=1.2, min_ms=43.5, throughput=None,
-            success=True, error=None,
-            kernel_kwargs={"shape": (10000, 10000)}, data_kwargs={"nnz": 10_000_000},
-        ),
-        BenchmarkRecord(
-            platform="gpu", backend="pallas", label="large",
-            mean_ms=1.8, std_ms=0.05, min_ms=1.75, throughput=None,
-            success=True, error=None,
-            kernel_kwargs={"shape": (10000, 10000)}, data_kwargs={"nnz": 10_000_000},
-        ),
-    ]  # fmt: skip
+        _offline_record("cpu", "numba", "small", 3.2, 0.1, 3.0, 1000, 100_000),
+        _offline_record("gpu", "pallas", "small", 0.4, 0.01, 0.38, 1000, 100_000),
+        _offline_record("cpu", "numba", "large", 45.0, 1.2, 43.5, 10000, 10_000_000),
+        _offline_record("gpu", "pallas", "large", 1.8, 0.05, 1.75, 10000, 10_000_000),
+    ]
     combined = BenchmarkResult(records, primitive_name="spmv (cross-platform)")
     combined.print(group_by="label")
     combined.print(

@@ -216,25 +216,62 @@ def test_compare_by_refuses_code(result, expr, what):
         result.print(compare_by=expr)
 
 
-def test_compare_by_other_errors(result):
-    with pytest.raises(
-        ValueError,
-        match=r"names 'os', which is not a column of this result; columns: "
-        r"\['backend', 'error', 'label'",
-    ):
-        result.print(compare_by="os == 1")
-    with pytest.raises(ValueError, match=r"'backend ==' is not a valid expression"):
-        result.print(compare_by="backend ==")
-    long = "backend == 'a'" + " or label == 'b'" * 75
-    with pytest.raises(
-        ValueError, match=rf"is {len(long)} characters long; the limit is 1000"
-    ):
-        result.print(compare_by=long)
-    with pytest.raises(ValueError, match=r"nests more than 50 levels deep"):
-        result.print(compare_by="not " * 60 + "transpose")
+def _bad(id: str, method: str, keywords: dict, error: type, match: str):
+    """A row: ``result.<method>(**keywords)`` raises ``error`` matching ``match``."""
+    return pytest.param(method, keywords, error, match, id=id)
+
+
+LONG_EXPRESSION = "backend == 'a'" + " or label == 'b'" * 75
+COMPARE_BY_ERRORS = [
+    _bad("unknown-name", "print", {"compare_by": "os == 1"}, ValueError,
+         r"names 'os', which is not a column of this result; columns: "
+         r"\['backend', 'error', 'label'"),
+    _bad("not-an-expression", "print", {"compare_by": "backend =="}, ValueError,
+         r"'backend ==' is not a valid expression"),
+    _bad("too-long", "print", {"compare_by": LONG_EXPRESSION}, ValueError,
+         rf"is {len(LONG_EXPRESSION)} characters long; the limit is 1000"),
+    _bad("too-deep", "print", {"compare_by": "not " * 60 + "transpose"}, ValueError,
+         r"nests more than 50 levels deep"),
+    _bad("not-a-string", "print", {"compare_by": 3}, TypeError,
+         r"compare_by must be an expression string"),
+]  # fmt: skip
+KEYWORD_AND_COLUMN_ERRORS = [
+    _bad("print-unknown-keywords", "print", {"sortby": "mean_ms", "colour": "red"},
+         TypeError, r"BenchmarkResult.print got unexpected keyword argument\(s\) "
+         r"'sortby' \(did you mean 'sort_by'\?\), 'colour'; it takes sort_by, "
+         r"group_by"),
+    _bad("table-unknown-keyword", "table", {"hue": "backend"}, TypeError,
+         r"BenchmarkResult.table got unexpected"),
+    _bad("print-sort_by-column", "print", {"sort_by": "median"}, ValueError,
+         r"sort_by names 'median', which is not a column of this result; "
+         r"columns: \['platform', 'backend', 'transpose', 'nnz', 'label'"),
+    _bad("table-sort_by-column", "table", {"sort_by": "x"}, ValueError,
+         r"^BenchmarkResult.table: sort_by names 'x'"),
+    _bad("print-compare_by-column", "print", {"compare_by": "x == 1"}, ValueError,
+         r"^BenchmarkResult.print: compare_by: the"),
+    _bad("order_by-column", "print", {"order_by": ["shape", "backend"]}, ValueError,
+         r"order_by names 'shape'"),
+    _bad("group_by-type", "print", {"group_by": 3}, TypeError,
+         r"group_by must be a column name or a non-empty"),
+    _bad("vary_by-empty", "print", {"vary_by": []}, TypeError,
+         r"vary_by must be a column name"),
+    _bad("speedup_vs-type", "print",
+         {"order_by": ["label", "backend"], "speedup_vs": 1}, TypeError,
+         r"speedup_vs must be a backend name \(str\)"),
+    _bad("baseline-without-compare", "print",
+         {"sort_by": "mean_ms", "baseline": "numba"}, TypeError,
+         r"baseline= belongs to the default comparison"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "keywords", "error", "match"), COMPARE_BY_ERRORS)
+def test_compare_by_other_errors(result, method, keywords, error, match):
+    with pytest.raises(error, match=match):
+        getattr(result, method)(**keywords)
+
+
+def test_compare_by_nesting_within_the_limit_prints(result):
     result.print(compare_by="not " * 49 + "transpose")  # within the limit
-    with pytest.raises(TypeError, match=r"compare_by must be an expression string"):
-        result.print(compare_by=3)
 
 
 def test_order_by_hierarchy_with_speedup(result, capsys):
@@ -291,71 +328,28 @@ def test_speedup_vs_in_the_flat_table(result, capsys):
         result.print(speedup_vs="cuda")
 
 
-def test_keyword_and_column_errors(result):
-    with pytest.raises(
-        TypeError,
-        match=r"BenchmarkResult.print got unexpected keyword argument\(s\) 'sortby' "
-        r"\(did you mean 'sort_by'\?\), 'colour'; it takes sort_by, group_by",
-    ):
-        result.print(sortby="mean_ms", colour="red")
-    with pytest.raises(TypeError, match=r"BenchmarkResult.table got unexpected"):
-        result.table(hue="backend")
-    with pytest.raises(
-        ValueError,
-        match=r"sort_by names 'median', which is not a column of this result; "
-        r"columns: \['platform', 'backend', 'transpose', 'nnz', 'label'",
-    ):
-        result.print(sort_by="median")
-    with pytest.raises(ValueError, match=r"^BenchmarkResult.table: sort_by names 'x'"):
-        result.table(sort_by="x")
-    with pytest.raises(ValueError, match=r"^BenchmarkResult.print: compare_by: the"):
-        result.print(compare_by="x == 1")
-    with pytest.raises(ValueError, match=r"order_by names 'shape'"):
-        result.print(order_by=["shape", "backend"])
-    with pytest.raises(
-        TypeError, match=r"group_by must be a column name or a non-empty"
-    ):
-        result.print(group_by=3)
-    with pytest.raises(TypeError, match=r"vary_by must be a column name"):
-        result.print(vary_by=[])
-    with pytest.raises(TypeError, match=r"speedup_vs must be a backend name \(str\)"):
-        result.print(order_by=["label", "backend"], speedup_vs=1)
-    with pytest.raises(TypeError, match=r"baseline= belongs to the default comparison"):
-        result.print(sort_by="mean_ms", baseline="numba")
+@pytest.mark.parametrize(
+    ("method", "keywords", "error", "match"), KEYWORD_AND_COLUMN_ERRORS
+)
+def test_keyword_and_column_errors(result, method, keywords, error, match):
+    with pytest.raises(error, match=match):
+        getattr(result, method)(**keywords)
 
 
 def test_our_fields_and_kwarg_clashes_get_columns(capsys):
+    timings = {"mean_ms": 2.0, "median_ms": 1.5, "p25_ms": 1.0, "p75_ms": 2.0}
     rec = BenchmarkRecord(
-        "cpu",
-        "numba",
-        "x",
-        mean_ms=2.0,
-        median_ms=1.5,
-        p25_ms=1.0,
-        p75_ms=2.0,
-        compile_ms=30.0,
-        throughput=2e9,
-        throughput_unit="B/s",
-        kernel_kwargs={"label": "k", "n": 3},
+        "cpu", "numba", "x", **timings, compile_ms=30.0, throughput=2e9,
+        throughput_unit="B/s", kernel_kwargs={"label": "k", "n": 3},
         data_kwargs={"n": 4},
-    )
+    )  # fmt: skip
     lines = _printed(capsys, BenchmarkResult([rec], "op"), sort_by="n")
     header = [c.strip() for c in lines[1].split("|")]
     assert header == [
-        "platform",
-        "backend",
-        "kernel_kwargs.label",
-        "n",
-        "data_kwargs.n",
-        "label",
-        "mean_ms",
-        "std_ms",
-        "min_ms",
-        "median_ms",
-        "iqr_ms",
-        "compile_ms",
+        "platform", "backend", "kernel_kwargs.label", "n", "data_kwargs.n",
+        "label", "mean_ms", "std_ms", "min_ms", "median_ms", "iqr_ms", "compile_ms",
         "throughput",
-    ]
+    ]  # fmt: skip
     cells = [c.strip() for c in lines[3].split("|")]
     assert cells[2:] == ["k", "3", "4", "x", "2", "—", "—", "1.5", "1", "30", "2 GB/s"]
 

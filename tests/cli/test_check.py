@@ -53,11 +53,18 @@ def run(capsys, *argv):
     return code, out.out, out.err
 
 
-def test_passing_primitive_exits_zero_and_prints_its_table(capsys, module):
+def run_named(capsys, module, name: str, *options: str):
+    """``polykernel check`` of the test module's primitive ``name``."""
     path, prefix = module
-    code, out, err = run(
-        capsys, f"{prefix}.good", "-m", path, "--checks", "jit_vs_eager"
-    )
+    return run(capsys, f"{prefix}.{name}", "-m", path, *options)
+
+
+REFERENCE_ONLY = ("--checks", "backend_vs_reference")
+
+
+def test_passing_primitive_exits_zero_and_prints_its_table(capsys, module):
+    prefix = module[1]
+    code, out, err = run_named(capsys, module, "good", "--checks", "jit_vs_eager")
     assert code == 0, err
     # The smallest case is checked, through the call function (scale=2.0 applied).
     assert out.startswith(f"== {prefix}.good [small]: 2 passed, 0 failed, 0 skipped")
@@ -68,9 +75,7 @@ def test_passing_primitive_exits_zero_and_prints_its_table(capsys, module):
 
 def test_failing_backend_exits_one(capsys, module):
     path, prefix = module
-    code, out, _ = run(
-        capsys, "--tags", prefix, "-m", path, "--checks", "backend_vs_reference"
-    )
+    code, out, _ = run(capsys, "--tags", prefix, "-m", path, *REFERENCE_ONLY)
     assert code == 1
     assert f"== {prefix}.bad [small]: 0 passed, 1 failed, 1 skipped" in out
     assert "FAIL" in out and "output 0: 4 of 4 elements differ" in out
@@ -78,16 +83,9 @@ def test_failing_backend_exits_one(capsys, module):
 
 
 def test_all_cases_and_failures_only(capsys, module):
-    path, prefix = module
-    code, out, _ = run(
-        capsys,
-        f"{prefix}.bad",
-        "-m",
-        path,
-        "--all-cases",
-        "--failures-only",
-        "--checks",
-        "backend_vs_reference",
+    prefix = module[1]
+    code, out, _ = run_named(
+        capsys, module, "bad", "--all-cases", "--failures-only", *REFERENCE_ONLY
     )
     assert code == 1
     assert f"== {prefix}.bad [big]:" in out and f"== {prefix}.bad [small]:" in out
@@ -95,8 +93,8 @@ def test_all_cases_and_failures_only(capsys, module):
 
 
 def test_primitive_without_benchmark_data_is_skipped_with_a_reason(capsys, module):
-    path, prefix = module
-    code, _, err = run(capsys, f"{prefix}.no_data", "-m", path)
+    prefix = module[1]
+    code, _, err = run_named(capsys, module, "no_data")
     assert code == 1
     assert f"skipping {prefix}.no_data (needs def_call and def_benchmark_data)" in err
     assert "no registered primitive can be checked (matched 1)" in err
@@ -110,32 +108,20 @@ def test_primitive_without_benchmark_data_is_skipped_with_a_reason(capsys, modul
     ],
 )
 def test_usage_errors_exit_two(capsys, module, argv, message):
-    path, prefix = module
-    code, _, err = run(capsys, f"{prefix}.good", "-m", path, *argv)
+    code, _, err = run_named(capsys, module, "good", *argv)
     assert code == 2
     assert message in err
 
 
 def test_unknown_backend_exits_two(capsys, module):
-    path, prefix = module
-    code, _, err = run(
-        capsys, f"{prefix}.good", "-m", path, "--backends", "warp,shifted"
-    )
+    code, _, err = run_named(capsys, module, "good", "--backends", "warp,shifted")
     assert code == 2
     assert "--backends warp: not registered by any selected primitive" in err
 
 
 def test_backends_filter_applies_per_primitive(capsys, module):
-    path, prefix = module
-    code, out, _ = run(
-        capsys,
-        f"{prefix}.good",
-        "-m",
-        path,
-        "--backends",
-        "shifted",
-        "--checks",
-        "determinism",
+    code, out, _ = run_named(
+        capsys, module, "good", "--backends", "shifted", "--checks", "determinism"
     )
     assert code == 0
     assert "jax_raw" not in out.split("\n", 1)[1]

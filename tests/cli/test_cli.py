@@ -62,6 +62,11 @@ def pk(env, *args, cwd=None):
     )
 
 
+def benchmark(env, *args):
+    """``polykernel benchmark`` of the primitives of ``cli_prims`` only."""
+    return pk(env, "benchmark", "--no-catalog", "-m", "cli_prims", *args)
+
+
 def test_info_text_and_json(env):
     import jax.ffi
 
@@ -103,24 +108,11 @@ def test_list_with_tags_and_names(env):
 
 
 def test_benchmark_outputs_files_and_defaults(env, tmp_path):
-    out = pk(
-        env,
-        "benchmark",
-        "--no-catalog",
-        "-m",
-        "cli_prims",
-        "--tags",
-        "float",
-        "--n-warmup",
-        "1",
-        "--n-runs",
-        "3",
-        "--output",
-        str(tmp_path / "r.csv"),
-        "--plot",
-        str(tmp_path / "r.png"),
+    out = benchmark(
+        env, "--tags", "float", "--n-warmup", "1", "--n-runs", "3",
+        "--output", str(tmp_path / "r.csv"), "--plot", str(tmp_path / "r.png"),
         "--save-defaults",
-    )
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "clitest.good on cpu: median ms per call" in out.stdout
     assert "1 primitive, 2 runs, 0 failed, 0 mismatched" in out.stdout
@@ -143,24 +135,12 @@ def test_benchmark_outputs_files_and_defaults(env, tmp_path):
 
 
 def test_benchmark_mismatch_reported_and_strict_fails(env):
-    args = [
-        "benchmark",
-        "--no-catalog",
-        "-m",
-        "cli_prims",
-        "--tags",
-        "broken",
-        "--n-warmup",
-        "0",
-        "--n-runs",
-        "2",
-        "--no-progress",
-    ]
-    loose = pk(env, *args)
+    args = ["--tags", "broken", "--n-warmup", "0", "--n-runs", "2", "--no-progress"]
+    loose = benchmark(env, *args)
     assert loose.returncode == 0, loose.stderr
     assert "MISMATCH clitest.bad [cpu] n=16: numba vs jax_raw" in loose.stdout
     assert "1 mismatched" in loose.stdout and "[1/" not in loose.stderr
-    strict = pk(env, *args, "--strict")
+    strict = benchmark(env, *args, "--strict")
     assert strict.returncode == 1
     assert strict.stderr.strip() == (
         "polykernel benchmark: error: --strict: 0 failed runs, 1 output mismatch"
@@ -168,17 +148,7 @@ def test_benchmark_mismatch_reported_and_strict_fails(env):
 
 
 def test_benchmark_progress_counts_against_the_whole_run(env):
-    out = pk(
-        env,
-        "benchmark",
-        "--no-catalog",
-        "-m",
-        "cli_prims",
-        "--n-warmup",
-        "0",
-        "--n-runs",
-        "2",
-    )
+    out = benchmark(env, "--n-warmup", "0", "--n-runs", "2")
     assert out.returncode == 0, out.stderr
     steps = [line.split()[0] for line in out.stderr.splitlines() if line[:1] == "["]
     # Two benchmarkable primitives x one config x two backends: one total of 4.
@@ -311,9 +281,9 @@ def test_spread_and_budget_options_are_checked(capsys, args, message):
 def test_benchmark_prints_the_machine_the_load_and_noisy_times_in_words(env):
     # A bound no timing can meet on a one-run window: every time is noisy, and the
     # table says so in words; the budget 0 keeps the run short.
-    out = pk(env, "benchmark", "--no-catalog", "-m", "cli_prims", "--tags", "float",
-             "--n-warmup", "0", "--n-runs", "4", "--target-spread", "0.000001",
-             "--time-budget", "0", "--no-progress")  # fmt: skip
+    out = benchmark(env, "--tags", "float", "--n-warmup", "0", "--n-runs", "4",
+                    "--target-spread", "0.000001", "--time-budget", "0",
+                    "--no-progress")  # fmt: skip
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("machine: ") and "logical CPU" in lines[0]

@@ -119,18 +119,24 @@ BENCH = "--no-catalog --n-runs 1 --n-warmup 0 --no-progress"
 W = " ".join(WARM)
 F = "{dir}/{uid}"
 CASES = [
-    # -- cache warm: targets that cannot be read or imported (usage: 2; failure: 1)
+    # -- cache warm: targets that cannot be read (usage: 2)
     row("warm-dot", f"{W} .", 2, r"target '\.': not a module name or a \.py file"),
     row("warm-relative", f"{W} .mod", 2, r"target '\.mod': not a module name"),
     row("warm-trailing-dot", f"{W} mod.", 2, r"target 'mod\.': not a module name"),
     row("warm-no-module", f"{W} :f", 2, r"target ':f': not a module name"),
-    row("warm-no-function", f"{W} {{uid}}_fns:", 2, r"'' is not a function name"),
-    row("warm-bad-function", f"{W} {{uid}}_fns:1f", 2, r"'1f' is not a function name"),
+    row("warm-missing-file", f"{W} nope/prims.py", 2, r"no such file: nope/prims\.py"),
     row("warm-missing-module", f"{W} no_such_mod_xyz", 2,
         r"cannot import module 'no_such_mod_xyz' \(ModuleNotFoundError"),
-    row("warm-missing-file", f"{W} nope/prims.py", 2, r"no such file: nope/prims\.py"),
     row("warm-platform", f"{W} {{uid}}_good --platform fpga", 2,
         r"argument --platform: invalid choice: 'fpga'"),
+    # -- cache warm: functions that cannot be named, found or called (usage: 2)
+    row("warm-no-function", f"{W} {{uid}}_fns:", 2, r"'' is not a function name"),
+    row("warm-no-such-function", f"{W} {{uid}}_fns:nothing", 2,
+        r"module '.*_fns' has no function 'nothing'"),
+    row("warm-bad-function", f"{W} {{uid}}_fns:1f", 2, r"'1f' is not a function name"),
+    row("warm-function-needs-args", f"{W} {{uid}}_fns:needs", 2,
+        r"needs\(x\) needs arguments; pass a function that takes none"),
+    # -- cache warm: modules whose import exits (usage: 2) or fails (failure: 1)
     row("warm-import-exits-0", f"{W} {F}_exit0.py", 2,
         r"module '.*_exit0\.py' called sys\.exit\(0\) while being imported"),
     row("warm-import-exits-msg", f"{W} {{uid}}_exit_msg", 2,
@@ -139,10 +145,6 @@ CASES = [
         r"cannot import module '.*_broken' \(RuntimeError: boom in setup\)"),
     row("warm-import-dependency", f"{W} {F}_inner.py", 1,
         r"No module named 'no_such_dependency_xyz'"),
-    row("warm-no-such-function", f"{W} {{uid}}_fns:nothing", 2,
-        r"module '.*_fns' has no function 'nothing'"),
-    row("warm-function-needs-args", f"{W} {{uid}}_fns:needs", 2,
-        r"needs\(x\) needs arguments; pass a function that takes none"),
     # -- cache warm: what runs fails (reported, the others go on, exit 1)
     row("warm-ok", f"{W} {{uid}}_good", 0, None,
         r"\.good\.second jax_raw n=4: ready\n.*_good: 2 primitives"),

@@ -28,7 +28,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conformance_backends import F3, LAUNCHED, SUBJECTS, S, gain, primitive
+from conformance_backends import (
+    F3,
+    LAUNCH_VALUES,
+    LAUNCHED,
+    SUBJECTS,
+    S,
+    gain,
+    primitive,
+)
 
 import polykernel as pk
 
@@ -74,14 +82,6 @@ OUTS_CASES = [
 
 
 @by_backend
-@pytest.mark.parametrize(("case", "outs", "exc", "pattern"),
-                         [pytest.param(*c, id=c[0]) for c in OUTS_CASES])  # fmt: skip
-def test_outs_mistakes(subject, case, outs, exc, pattern):
-    with pytest.raises(exc, match=pattern):
-        _run(subject, outs=outs, alpha=ALPHA)
-
-
-@by_backend
 def test_an_output_dtype_outside_the_backends_rule(subject):
     if subject.refused is None:  # it takes every dtype JAX has: the kernel is made
         subject.kernel(S((3,), jnp.bfloat16))
@@ -117,12 +117,19 @@ OPTION_CASES = [
 ]  # fmt: skip
 
 
+# The outs and option rows, each as the keyword of ``_run`` it sets.
+KERNEL_ARGUMENT_CASES = [
+    pytest.param({argument: value}, exc, pattern, id=case)
+    for argument, cases in (("outs", OUTS_CASES), ("options", OPTION_CASES))
+    for case, value, exc, pattern in cases
+]
+
+
 @by_backend
-@pytest.mark.parametrize(("case", "options", "exc", "pattern"),
-                         [pytest.param(*c, id=c[0]) for c in OPTION_CASES])  # fmt: skip
-def test_option_mistakes(subject, case, options, exc, pattern):
+@pytest.mark.parametrize(("argument", "exc", "pattern"), KERNEL_ARGUMENT_CASES)
+def test_outs_and_option_mistakes(subject, argument, exc, pattern):
     with pytest.raises(exc, match=pattern):
-        _run(subject, options=options, alpha=ALPHA)
+        _run(subject, **argument, alpha=ALPHA)
 
 
 @by_backend
@@ -172,8 +179,11 @@ def test_a_keyword_that_is_no_identifier(subject):
 @by_backend
 def test_a_traced_value(subject):
     f = subject.kernel(F3)
-    with pytest.raises(pk.KernelCallError, match=r"attribute 'alpha' is a traced "
-                       r"value; scalar keywords are compile-time constants"):
+    with pytest.raises(
+        pk.KernelCallError,
+        match=r"attribute 'alpha' is a traced "
+        r"value; scalar keywords are compile-time constants",
+    ):
         jax.jit(lambda x, a: f(x, alpha=a))(X, ALPHA)
 
 
@@ -227,8 +237,9 @@ def _seen_alpha(subject: Any, value: Any) -> float:
 
 # The kernels' own arithmetic may overflow (1e300 * x): NumPy warns about it inside
 # the CPU emulators and JAX when it casts the value; that is not the rule tested.
-@pytest.mark.filterwarnings("ignore:.*(overflow|invalid value) encountered"
-                            ":RuntimeWarning")
+@pytest.mark.filterwarnings(
+    "ignore:.*(overflow|invalid value) encountered:RuntimeWarning"
+)
 @by_backend
 @pytest.mark.parametrize(("case", "value", "outcomes", "detail"),
                          [pytest.param(*c, id=c[0]) for c in SCALAR_CASES])  # fmt: skip
@@ -238,11 +249,12 @@ def test_scalar_values(subject, case, value, outcomes, detail):
         f = subject.kernel(F3)
         jax.jit(lambda x: f(x, alpha=value))(X)
         assert subject.seen[-1] is value or (
-            type(subject.seen[-1]) is type(value) and subject.seen[-1] == value)
+            type(subject.seen[-1]) is type(value) and subject.seen[-1] == value
+        )
         return
     if expected == OK:
         with np.errstate(over="ignore", invalid="ignore"):
-            want = (np.asarray(X, np.float64) * _seen_alpha(subject, value))
+            want = np.asarray(X, np.float64) * _seen_alpha(subject, value)
             want = want.astype(np.float32)
         _close(_run(subject, alpha=value), want)
         return
@@ -252,17 +264,6 @@ def test_scalar_values(subject, case, value, outcomes, detail):
 
 
 # -- launch parameters ----------------------------------------------------------------
-_TYPE = r"{name} must be (an int or )?a tuple of .* ints(, or .*)?, got {value} "
-LAUNCH_VALUES = [
-    ("string", "16", _TYPE, "'16'"),
-    ("bool", True, _TYPE, "True"),
-    ("float", 1.5, _TYPE, "1.5"),
-    ("float-integral", 4.0, _TYPE, "4.0"),
-    ("string-in-tuple", (1, "2"), _TYPE, r"\(1, '2'\)"),
-    ("none-in-tuple", (1, None), _TYPE, r"\(1, None\)"),
-    ("negative", -1, r"every entry of {name} must be in \[", "-1"),
-    ("too-large", 2**31, r"every entry of {name} must be in \[", str(2**31)),
-]
 
 
 @launched

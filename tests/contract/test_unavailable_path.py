@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from numba import cuda
+from cuda_kernels import double
 
 import polykernel as pk
 from polykernel.backends.numba_cuda.kernel import NumbaCudaKernel
@@ -22,13 +22,6 @@ from polykernel.platforms import Platform
 
 N = 32
 F32 = jnp.float32
-
-
-@cuda.jit
-def double(x, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = 2 * x[i]
 
 
 @pytest.fixture

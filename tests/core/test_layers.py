@@ -12,24 +12,16 @@ import ast
 import importlib.util
 from pathlib import Path
 
+from source_modules import SRC, import_statements, polykernel_modules
 from subprocess_support import REPO
 
 ROOT = REPO
-SRC = ROOT / "src" / "polykernel"
 _spec = importlib.util.spec_from_file_location(
     "structure_layers", ROOT / "docs" / "structure" / "layers.py"
 )
 assert _spec is not None and _spec.loader is not None
 layers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(layers)
-
-
-def _modules() -> dict[str, Path]:
-    found = {}
-    for path in sorted(SRC.rglob("*.py")):
-        rel = path.relative_to(SRC.parent).with_suffix("")
-        found[".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)] = path
-    return found
 
 
 def _entry(module: str) -> str:
@@ -51,37 +43,27 @@ def _level() -> dict[str, int]:
 
 
 def _imports(name: str, path: Path, known: set[str]) -> set[str]:
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                prefix = ".".join(parts[: len(parts) - node.level + 1])
-                base = f"{prefix}.{base}" if base else prefix
-            # `from a import b`: the module a.b when there is one, else a.
-            targets = [
-                f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
-                for a in node.names
-            ]
+    tree = ast.parse(path.read_text(), str(path))
+    for base, names in import_statements(name, path, tree):
+        if base is None:
+            targets = names
         else:
-            continue
+            # `from a import b`: the module a.b when there is one, else a.
+            targets = [f"{base}.{n}" if f"{base}.{n}" in known else base for n in names]
         found.update(t for t in targets if t.split(".")[0] == "polykernel")
     return found
 
 
 def test_every_module_is_in_exactly_one_layer():
     level = _level()
-    entries = {_entry(m) for m in _modules()}
+    entries = {_entry(m) for m in polykernel_modules()}
     assert entries - set(level) == set(), "modules missing from layers.toml"
     assert set(level) - entries == set(), "layers.toml names what does not exist"
 
 
 def test_no_module_imports_from_a_higher_layer():
-    level, modules = _level(), _modules()
+    level, modules = _level(), polykernel_modules()
     known = set(modules)
     climbs = []
     for name, path in modules.items():

@@ -17,16 +17,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from subprocess_support import REPO
+from source_modules import SRC, import_statements, polykernel_modules
 
-SRC = REPO / "src" / "polykernel"
 BACKENDS = ("numba", "numba_cuda", "warp", "pallas", "triton", "cuda_raw", "jax_raw")
 
 
 def _modules() -> Iterator[tuple[str, Path, ast.Module]]:
-    for path in sorted(SRC.rglob("*.py")):
-        rel = path.relative_to(SRC.parent).with_suffix("")
-        name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+    for name, path in polykernel_modules().items():
         yield name, path, ast.parse(path.read_text(), str(path))
 
 
@@ -92,20 +89,9 @@ def test_platform_conversions_live_in_one_module():
 
 
 def _imports(name: str, path: Path, tree: ast.Module, known: set[str]) -> set[str]:
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                prefix = ".".join(parts[: len(parts) - node.level + 1])
-                base = f"{prefix}.{base}" if base else prefix
-            targets = [base] + [f"{base}.{a.name}" for a in node.names]
-        else:
-            continue
+    for base, names in import_statements(name, path, tree):
+        targets = names if base is None else [base] + [f"{base}.{n}" for n in names]
         for target in targets:
             while target and target not in known:
                 target = target.rpartition(".")[0]
@@ -128,7 +114,7 @@ def test_there_is_no_import_cycle():
         state[node] = 1
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append([*stack[stack.index(nxt):], nxt])
+                cycles.append([*stack[stack.index(nxt) :], nxt])
             elif nxt not in state:
                 visit(nxt, [*stack, nxt])
         state[node] = 2

@@ -27,65 +27,72 @@ C_PROBE = r"""
 typedef __typeof__(*((XLA_FFI_CallFrame*)0)->extension_start) PK_Ext;
 #define P(name, expr) printf("%s %ld\n", name, (long)(expr))
 #define F(m) offsetof(XLA_FFI_CallFrame, m)
+#define A(m) offsetof(XLA_FFI_Api, m)
 #define V(m) (offsetof(XLA_FFI_Metadata, api_version) \
               + offsetof(XLA_FFI_Api_Version, m))
 int main(void) {
-  P("FRAME_STRUCT_SIZE", XLA_FFI_CallFrame_STRUCT_SIZE);
-  P("FRAME_EXTENSION", F(extension_start));
-  P("FRAME_API", F(api));
-  P("FRAME_CTX", F(ctx));
-  P("FRAME_STAGE", F(stage));
-  P("FRAME_ARGS_SIZE", F(args) + offsetof(XLA_FFI_Args, size));
-  P("FRAME_ARG_TYPES", F(args) + offsetof(XLA_FFI_Args, types));
-  P("FRAME_ARGS", F(args) + offsetof(XLA_FFI_Args, args));
-  P("FRAME_RETS_SIZE", F(rets) + offsetof(XLA_FFI_Rets, size));
-  P("FRAME_RETS", F(rets) + offsetof(XLA_FFI_Rets, rets));
-  P("FRAME_ATTRS_SIZE", F(attrs) + offsetof(XLA_FFI_Attrs, size));
-  P("FRAME_ATTR_TYPES", F(attrs) + offsetof(XLA_FFI_Attrs, types));
-  P("FRAME_ATTR_NAMES", F(attrs) + offsetof(XLA_FFI_Attrs, names));
-  P("FRAME_ATTRS", F(attrs) + offsetof(XLA_FFI_Attrs, attrs));
-  P("EXT_TYPE", offsetof(PK_Ext, type));
-  P("METADATA_EXT_SIZE", XLA_FFI_Metadata_Extension_STRUCT_SIZE);
-  P("METADATA_EXT_METADATA", offsetof(XLA_FFI_Metadata_Extension, metadata));
-  P("METADATA_SIZE", XLA_FFI_Metadata_STRUCT_SIZE);
-  P("METADATA_VERSION", offsetof(XLA_FFI_Metadata, api_version));
-  P("METADATA_MAJOR", V(major_version));
-  P("METADATA_MINOR", V(minor_version));
-  P("METADATA_TRAITS", offsetof(XLA_FFI_Metadata, traits));
-  P("METADATA_STATE_TYPE_ID", offsetof(XLA_FFI_Metadata, state_type_id));
-  P("API_VERSION_SIZE", XLA_FFI_Api_Version_STRUCT_SIZE);
-  P("BUFFER_DTYPE", offsetof(XLA_FFI_Buffer, dtype));
-  P("BUFFER_DATA", offsetof(XLA_FFI_Buffer, data));
-  P("BUFFER_RANK", offsetof(XLA_FFI_Buffer, rank));
-  P("BUFFER_DIMS", offsetof(XLA_FFI_Buffer, dims));
-  P("SCALAR_DTYPE", offsetof(XLA_FFI_Scalar, dtype));
-  P("SCALAR_VALUE", offsetof(XLA_FFI_Scalar, value));
-  P("BYTESPAN_PTR", offsetof(XLA_FFI_ByteSpan, ptr));
-  P("BYTESPAN_LEN", offsetof(XLA_FFI_ByteSpan, len));
-  P("API_STRUCT_SIZE", XLA_FFI_Api_STRUCT_SIZE);
-  P("API_ERROR_CREATE", offsetof(XLA_FFI_Api, XLA_FFI_Error_Create));
-  P("API_ERROR_DESTROY", offsetof(XLA_FFI_Api, XLA_FFI_Error_Destroy));
-  P("API_STREAM_GET", offsetof(XLA_FFI_Api, XLA_FFI_Stream_Get));
-  P("API_THREAD_POOL_SCHEDULE", offsetof(XLA_FFI_Api, XLA_FFI_ThreadPool_Schedule));
-  P("API_THREAD_POOL_NUM_THREADS",
-    offsetof(XLA_FFI_Api, XLA_FFI_ThreadPool_NumThreads));
-  P("ERROR_CREATE_ARGS_SIZE", XLA_FFI_Error_Create_Args_STRUCT_SIZE);
-  P("ERROR_CREATE_ARGS_MESSAGE", offsetof(XLA_FFI_Error_Create_Args, message));
-  P("ERROR_CREATE_ARGS_ERRC", offsetof(XLA_FFI_Error_Create_Args, errc));
-  /* enum values (module constants, identical in every supported version) */
-  P("STAGE_EXECUTE", XLA_FFI_ExecutionStage_EXECUTE);
-  P("EXT_TYPE_METADATA", XLA_FFI_Extension_Metadata);
-  P("ATTR_TYPE_SCALAR", XLA_FFI_AttrType_SCALAR);
-  P("ARG_TYPE_BUFFER", XLA_FFI_ArgType_BUFFER);
-  P("TRAIT_COMMAND_BUFFER_COMPATIBLE",
-    XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);
-  P("ERRC_INVALID_ARGUMENT", XLA_FFI_Error_Code_INVALID_ARGUMENT);
-  P("ERRC_INTERNAL", XLA_FFI_Error_Code_INTERNAL);
-  P("HEADER_MAJOR", XLA_FFI_API_MAJOR);
-  P("HEADER_MINOR", XLA_FFI_API_MINOR);
   return 0;
 }
 """
+
+# Each fact the probe prints: its name (a constant of polykernel.ffi.abi) and the C
+# expression giving it (F(m): a field of the call frame; A(m): of the API struct;
+# V(m): of the metadata's api_version).
+PROBED = {
+    "FRAME_STRUCT_SIZE": "XLA_FFI_CallFrame_STRUCT_SIZE",
+    "FRAME_EXTENSION": "F(extension_start)",
+    "FRAME_API": "F(api)",
+    "FRAME_CTX": "F(ctx)",
+    "FRAME_STAGE": "F(stage)",
+    "FRAME_ARGS_SIZE": "F(args) + offsetof(XLA_FFI_Args, size)",
+    "FRAME_ARG_TYPES": "F(args) + offsetof(XLA_FFI_Args, types)",
+    "FRAME_ARGS": "F(args) + offsetof(XLA_FFI_Args, args)",
+    "FRAME_RETS_SIZE": "F(rets) + offsetof(XLA_FFI_Rets, size)",
+    "FRAME_RETS": "F(rets) + offsetof(XLA_FFI_Rets, rets)",
+    "FRAME_ATTRS_SIZE": "F(attrs) + offsetof(XLA_FFI_Attrs, size)",
+    "FRAME_ATTR_TYPES": "F(attrs) + offsetof(XLA_FFI_Attrs, types)",
+    "FRAME_ATTR_NAMES": "F(attrs) + offsetof(XLA_FFI_Attrs, names)",
+    "FRAME_ATTRS": "F(attrs) + offsetof(XLA_FFI_Attrs, attrs)",
+    "EXT_TYPE": "offsetof(PK_Ext, type)",
+    "METADATA_EXT_SIZE": "XLA_FFI_Metadata_Extension_STRUCT_SIZE",
+    "METADATA_EXT_METADATA": "offsetof(XLA_FFI_Metadata_Extension, metadata)",
+    "METADATA_SIZE": "XLA_FFI_Metadata_STRUCT_SIZE",
+    "METADATA_VERSION": "offsetof(XLA_FFI_Metadata, api_version)",
+    "METADATA_MAJOR": "V(major_version)",
+    "METADATA_MINOR": "V(minor_version)",
+    "METADATA_TRAITS": "offsetof(XLA_FFI_Metadata, traits)",
+    "METADATA_STATE_TYPE_ID": "offsetof(XLA_FFI_Metadata, state_type_id)",
+    "API_VERSION_SIZE": "XLA_FFI_Api_Version_STRUCT_SIZE",
+    "BUFFER_DTYPE": "offsetof(XLA_FFI_Buffer, dtype)",
+    "BUFFER_DATA": "offsetof(XLA_FFI_Buffer, data)",
+    "BUFFER_RANK": "offsetof(XLA_FFI_Buffer, rank)",
+    "BUFFER_DIMS": "offsetof(XLA_FFI_Buffer, dims)",
+    "SCALAR_DTYPE": "offsetof(XLA_FFI_Scalar, dtype)",
+    "SCALAR_VALUE": "offsetof(XLA_FFI_Scalar, value)",
+    "BYTESPAN_PTR": "offsetof(XLA_FFI_ByteSpan, ptr)",
+    "BYTESPAN_LEN": "offsetof(XLA_FFI_ByteSpan, len)",
+    "API_STRUCT_SIZE": "XLA_FFI_Api_STRUCT_SIZE",
+    "API_ERROR_CREATE": "A(XLA_FFI_Error_Create)",
+    "API_ERROR_DESTROY": "A(XLA_FFI_Error_Destroy)",
+    "API_STREAM_GET": "A(XLA_FFI_Stream_Get)",
+    "API_THREAD_POOL_SCHEDULE": "A(XLA_FFI_ThreadPool_Schedule)",
+    "API_THREAD_POOL_NUM_THREADS": "A(XLA_FFI_ThreadPool_NumThreads)",
+    "ERROR_CREATE_ARGS_SIZE": "XLA_FFI_Error_Create_Args_STRUCT_SIZE",
+    "ERROR_CREATE_ARGS_MESSAGE": "offsetof(XLA_FFI_Error_Create_Args, message)",
+    "ERROR_CREATE_ARGS_ERRC": "offsetof(XLA_FFI_Error_Create_Args, errc)",
+    # enum values (module constants, identical in every supported version)
+    "STAGE_EXECUTE": "XLA_FFI_ExecutionStage_EXECUTE",
+    "EXT_TYPE_METADATA": "XLA_FFI_Extension_Metadata",
+    "ATTR_TYPE_SCALAR": "XLA_FFI_AttrType_SCALAR",
+    "ARG_TYPE_BUFFER": "XLA_FFI_ArgType_BUFFER",
+    "TRAIT_COMMAND_BUFFER_COMPATIBLE": (
+        "XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE"
+    ),
+    "ERRC_INVALID_ARGUMENT": "XLA_FFI_Error_Code_INVALID_ARGUMENT",
+    "ERRC_INTERNAL": "XLA_FFI_Error_Code_INTERNAL",
+    "HEADER_MAJOR": "XLA_FFI_API_MAJOR",
+    "HEADER_MINOR": "XLA_FFI_API_MINOR",
+}
 DTYPE_ENUMS = {
     "bool": "PRED", "int8": "S8", "int16": "S16", "int32": "S32", "int64": "S64",
     "uint8": "U8", "uint16": "U16", "uint32": "U32", "uint64": "U64",
@@ -96,12 +103,12 @@ DTYPE_ENUMS = {
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs a C compiler")
 def test_offsets_match_installed_jaxlib_headers(tmp_path):
-    dtypes = "".join(
-        f'  P("DTYPE_{name}", XLA_FFI_DataType_{enum});\n'
-        for name, enum in DTYPE_ENUMS.items()
-    )
+    dtypes = {
+        f"DTYPE_{name}": f"XLA_FFI_DataType_{e}" for name, e in DTYPE_ENUMS.items()
+    }
+    prints = "".join(f'  P("{k}", {v});\n' for k, v in {**PROBED, **dtypes}.items())
     src = tmp_path / "probe.c"
-    src.write_text(C_PROBE.replace("  return 0;\n}", dtypes + "  return 0;\n}"))
+    src.write_text(C_PROBE.replace("  return 0;\n}", prints + "  return 0;\n}"))
     exe = tmp_path / "probe"
     inc = jax.ffi.include_dir()
     subprocess.run(["gcc", "-I", inc, str(src), "-o", str(exe)], check=True)

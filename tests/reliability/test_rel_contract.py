@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
+from conformance_backends import LAUNCH_VALUES
 from reliability_support import F3, assert_usable
 
 import polykernel as pk
@@ -262,17 +263,6 @@ LAUNCH_PARAMETERS = [
     ("warp", _warp_launch, "launch_dims", {}, 4),
     ("triton", _triton_launch, "grid", {}, 3),
     ("pallas", _pallas_launch, "grid", {}, 6),
-]
-_TYPE = r"{name} must be (an int or )?a tuple of .* ints(, or .*)?, got {value} "
-LAUNCH_VALUES = [
-    ("string", "16", _TYPE, "'16'"),
-    ("bool", True, _TYPE, "True"),
-    ("float", 1.5, _TYPE, "1.5"),
-    ("float-integral", 4.0, _TYPE, "4.0"),
-    ("string-in-tuple", (1, "2"), _TYPE, r"\(1, '2'\)"),
-    ("none-in-tuple", (1, None), _TYPE, r"\(1, None\)"),
-    ("negative", -1, r"every entry of {name} must be in \[", "-1"),
-    ("too-large", 2**31, r"every entry of {name} must be in \[", str(2**31)),
 ]
 
 

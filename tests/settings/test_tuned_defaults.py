@@ -66,26 +66,27 @@ def test_save_rejects_malformed_mappings(cfg, bad, match):
     assert not cfg.exists()
 
 
-def test_invalid_json_reads_as_empty_with_warning(cfg):
+def _reads_as_empty_with_warning(cfg, text: str, match: str) -> None:
+    """A defaults file holding ``text`` loads as no defaults, with a warning."""
     cfg.mkdir()
-    (cfg / "defaults.json").write_text("{not json")
-    with pytest.warns(
-        PolykernelWarning,
-        match=r"defaults.json: not valid JSON .*"
-        r"polykernel defaults clear",
-    ):
+    (cfg / "defaults.json").write_text(text)
+    with pytest.warns(PolykernelWarning, match=match):
         assert td.load_defaults() == {}
+
+
+def test_invalid_json_reads_as_empty_with_warning(cfg):
+    _reads_as_empty_with_warning(
+        cfg, "{not json", r"defaults.json: not valid JSON .*polykernel defaults clear"
+    )
 
 
 def test_wrong_shape_reads_as_empty_with_warning_and_bad_entries_dropped(cfg):
-    cfg.mkdir()
-    (cfg / "defaults.json").write_text("[1, 2]")
-    with pytest.warns(
-        PolykernelWarning,
-        match=r"expected a JSON object mapping "
+    _reads_as_empty_with_warning(
+        cfg,
+        "[1, 2]",
+        r"expected a JSON object mapping "
         r"primitive name to \{platform: backend\}, got list",
-    ):
-        assert td.load_defaults() == {}
+    )
     (cfg / "defaults.json").write_text(
         json.dumps({"ok.op": {"cpu": "numba", "gpu": 1}, "bad.op": 5})
     )

@@ -59,11 +59,14 @@ def four_devices(tmp_path_factory) -> dict:
     return report["results"]
 
 
-def assert_per_shard(facts: dict, shape: str) -> None:
-    """One custom call on the per-shard shape, and no gather of its operands."""
+def assert_per_shard(facts: dict, shape: str, layouts: str | None = None) -> None:
+    """One custom call on the per-shard shape, and no gather of its operands;
+    ``layouts``: how its operand layout constraints begin."""
     assert not facts["all_gather"] and not facts["collective_permute"]
     assert len(facts["custom_calls"]) == 1
     assert facts["custom_calls"][0].split("=", 1)[1].strip().startswith(shape)
+    if layouts is not None:
+        assert f"operand_layout_constraints={layouts}" in facts["custom_calls"][0]
 
 
 @pytest.mark.slow
@@ -99,11 +102,7 @@ def test_two_leading_axes_on_a_two_dimensional_mesh(four_devices):
 def test_replicated_and_scalar_inputs_stay_whole(four_devices):
     facts = four_devices["replicated_and_scalar_inputs"]
     assert facts["ok"]
-    assert_per_shard(facts, "f32[4]")
-    assert (
-        "operand_layout_constraints={f32[4]{0}, f32[2]{0}, f32[]}"
-        in (facts["custom_calls"][0])
-    )
+    assert_per_shard(facts, "f32[4]", layouts="{f32[4]{0}, f32[2]{0}, f32[]}")
 
 
 @pytest.mark.slow
@@ -125,12 +124,9 @@ def test_csrmv_row_blocks_match_the_unsharded_call(four_devices, backend):
     if backend == "jax_raw":
         assert not facts["all_gather"] and not facts["custom_calls"]
         return
-    assert_per_shard(facts, "f32[10]")  # 40 rows / 4 shards
-    # Whole data and indices (362 entries), an 11-entry indptr window per shard.
-    assert (
-        "operand_layout_constraints={f32[362]{0}, s32[362]{0}, s32[11]{0}"
-        in (facts["custom_calls"][0])
-    )
+    # 40 rows / 4 shards; whole data and indices (362 entries), an 11-entry indptr
+    # window per shard.
+    assert_per_shard(facts, "f32[10]", layouts="{f32[362]{0}, s32[362]{0}, s32[11]{0}")
 
 
 @pytest.mark.slow

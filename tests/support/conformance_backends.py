@@ -269,6 +269,20 @@ SUBJECTS = [
 SUBJECTS_BY_NAME = {s.name: s for s in SUBJECTS}
 LAUNCHED = [s for s in SUBJECTS if s.launch is not None]
 
+# A launch parameter's bad values, the message pattern (``{name}``: the
+# parameter; ``{value}``: the value as shown) and the value as shown.
+_TYPE = r"{name} must be (an int or )?a tuple of .* ints(, or .*)?, got {value} "
+LAUNCH_VALUES = [
+    ("string", "16", _TYPE, "'16'"),
+    ("bool", True, _TYPE, "True"),
+    ("float", 1.5, _TYPE, "1.5"),
+    ("float-integral", 4.0, _TYPE, "4.0"),
+    ("string-in-tuple", (1, "2"), _TYPE, r"\(1, '2'\)"),
+    ("none-in-tuple", (1, None), _TYPE, r"\(1, None\)"),
+    ("negative", -1, r"every entry of {name} must be in \[", "-1"),
+    ("too-large", 2**31, r"every entry of {name} must be in \[", str(2**31)),
+]
+
 
 def primitive(subject: Subject) -> Any:
     """An ``XLACustomKernel`` whose only ``cpu`` kernel is the subject's, with the

@@ -1,14 +1,21 @@
-"""What the catalog's primitives share: backend availability and test data."""
+"""What the catalog's primitives share: backend availability, registration and test
+data."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from ..core.primitive import XLACustomKernel
+
 __all__ = [
+    "def_cpu_kernels",
+    "def_gpu_kernels",
     "has_cxx",
     "has_numba",
     "has_numba_cuda",
@@ -66,6 +73,57 @@ def has_cxx() -> bool:
 def has_pallas() -> bool:
     """True when ``jax.experimental.pallas`` exists (the ``pallas`` backend)."""
     return importlib.util.find_spec("jax.experimental.pallas") is not None
+
+
+#: Tuned launch parameters by backend name (``docs/tuning.md``): the candidate values
+#: of each generator keyword, the first the default.
+Tune = Mapping[str, Mapping[str, Sequence[Any]]]
+
+
+def def_cpu_kernels(
+    primitive: XLACustomKernel,
+    jax_raw: Any,
+    numba: Any,
+    cpp: Any,
+    tune: Tune | None = None,
+) -> None:
+    """Register the CPU kernels of a catalog primitive, each where it can run.
+
+    ``jax_raw`` is the reference, ``numba`` the default where Numba is installed,
+    ``cpp`` the ``cuda_raw`` kernel built with the host C++ compiler.
+    """
+    tune = tune or {}
+    primitive.def_jax_raw_kernel(jax_raw, platform="cpu")
+    if has_numba():
+        primitive.def_numba_kernel(numba, asdefault=True, tune=tune.get("numba"))
+    if has_cxx():
+        primitive.def_cuda_raw_kernel(cpp, platform="cpu", tune=tune.get("cuda_raw"))
+
+
+def def_gpu_kernels(
+    primitive: XLACustomKernel,
+    jax_raw: Any,
+    tune: Tune | None = None,
+    *,
+    numba_cuda: Any = None,
+    triton: Any = None,
+    pallas: Any = None,
+) -> None:
+    """Register the GPU kernels of a catalog primitive given and installed here.
+
+    ``pallas`` also runs on the CPU in interpret mode (a debugging path, untuned).
+    The ``jax_raw`` reference comes last: the first kernel registered for the GPU
+    is its default, the GPU benchmarks' reference.
+    """
+    tune = tune or {}
+    if numba_cuda is not None and has_numba_cuda():  # numba.cuda imported on use
+        primitive.def_numba_cuda_kernel(numba_cuda, tune=tune.get("numba_cuda"))
+    if triton is not None and has_triton():
+        primitive.def_triton_kernel(triton, tune=tune.get("triton"))
+    if pallas is not None and has_pallas():
+        primitive.def_pallas_kernel("cpu", pallas)
+        primitive.def_pallas_kernel("gpu", pallas, tune=tune.get("pallas"))
+    primitive.def_jax_raw_kernel(jax_raw, platform="gpu")
 
 
 def pallas_elementwise(

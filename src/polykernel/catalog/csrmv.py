@@ -17,7 +17,8 @@ two partial sums to shorten the floating-point dependency chain. Serial or paral
 is a tuned launch parameter (``docs/tuning.md``): Numba's ``parallel`` (``prange``),
 C++'s ``grain`` (stored entries per piece of ``pk::parallel_for``; 0 is serial). The
 parallel scatter (``A.T @ v``) gives each thread a private copy of the output, since
-two rows may add into the same entry, and sums the copies in a fixed order.
+two rows may add into the same entry, and sums the copies in a fixed order (written
+once, for ``event_csrmv`` too, in ``_csr_kernels.py``).
 On the GPU, ``triton`` gathers one row per program (the transpose gathers over a CSC
 copy built with ``jnp``: no atomics, deterministic sums).
 """
@@ -33,12 +34,11 @@ import numpy as np
 
 from .._jax_compat import Zero, is_undefined_primal
 from ..core.primitive import XLACustomKernel
+from ._csr_kernels import CSR_CPP, numba_scatter_kernels
 from ._numba_cuda_kernels import csrmv_generator
 from ._support import (
-    has_cxx,
-    has_numba,
-    has_numba_cuda,
-    has_triton,
+    def_cpu_kernels,
+    def_gpu_kernels,
     random_csr,
     row_ids,
     window_row_ids,
@@ -46,13 +46,14 @@ from ._support import (
 
 __all__ = ["csrmv", "csrmv_p"]
 
+# Compiled after CSR_CPP, which defines CsrArrays and scatter_rows.
 _CPP = """
-#include <algorithm>
-#include <cstdint>
-#include <vector>
-// A row of A @ v, with two partial sums (a shorter floating-point dependency chain).
-static inline float csr_row(const float* d, const uint32_t* idx, const float* x,
-                            int64_t j, int64_t end) {
+// Row i of A @ v, with two partial sums (a shorter floating-point dependency chain).
+static inline float csr_row(const CsrArrays& a, const float* x, int64_t i) {
+  const float* d = a.d;
+  const uint32_t* idx = a.idx;
+  int64_t j = a.ptr[i];
+  const int64_t end = a.ptr[i + 1];
   float a0 = 0.f, a1 = 0.f;
   for (; j + 1 < end; j += 2) {
     a0 += d[j] * x[idx[j]];
@@ -64,66 +65,41 @@ static inline float csr_row(const float* d, const uint32_t* idx, const float* x,
 void csrmv_gather(const pk::Tensor& data, const pk::Tensor& indices,
                   const pk::Tensor& indptr, const pk::Tensor& v, pk::Tensor& out,
                   int64_t grain) {
-  const float* d = data.data_ptr<float>();
-  const uint32_t* idx = reinterpret_cast<const uint32_t*>(indices.data_ptr<int32_t>());
-  const int32_t* ptr = indptr.data_ptr<int32_t>();
+  const CsrArrays a(data, indices, indptr);
   const float* x = v.data_ptr<float>();
   float* y = out.data_ptr<float>();
   const int64_t rows = out.numel();
   PK_CHECK(indptr.numel() == rows + 1, "csrmv: indptr must have n_rows + 1 entries");
   PK_CHECK(grain >= 0, "csrmv: grain must be >= 0 (0: serial), got " << grain);
   auto body = [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) y[i] = csr_row(d, idx, x, ptr[i], ptr[i + 1]);
+    for (int64_t i = lo; i < hi; ++i) y[i] = csr_row(a, x, i);
   };
   if (grain == 0) { body(0, rows); return; }
   // Rows are independent: split them over XLA's intra-op threads, about `grain`
   // stored entries a piece (a tuned launch parameter).
-  const int64_t per_row = rows > 0 ? ptr[rows] / rows + 1 : 1;
+  const int64_t per_row = rows > 0 ? a.ptr[rows] / rows + 1 : 1;
   pk::parallel_for(0, rows, grain / per_row + 1, body);
 }
 void csrmv_scatter(const pk::Tensor& data, const pk::Tensor& indices,
                    const pk::Tensor& indptr, const pk::Tensor& v, pk::Tensor& out,
                    int64_t grain) {
-  const float* d = data.data_ptr<float>();
-  const uint32_t* idx = reinterpret_cast<const uint32_t*>(indices.data_ptr<int32_t>());
-  const int32_t* ptr = indptr.data_ptr<int32_t>();
+  const CsrArrays a(data, indices, indptr);
   const float* x = v.data_ptr<float>();
-  float* y = out.data_ptr<float>();
-  const int64_t rows = indptr.numel() - 1, n = out.numel();
   PK_CHECK(grain >= 0, "csrmv: grain must be >= 0 (0: serial), got " << grain);
-  auto scatter = [&](float* acc, int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const float xi = x[i];
-      for (int64_t j = ptr[i]; j < ptr[i + 1]; ++j) acc[idx[j]] += d[j] * xi;
-    }
-  };
-  const int64_t pieces = grain == 0 ? 1 : std::min<int64_t>(
-      pk::num_threads(), rows > 0 ? (ptr[rows] + grain - 1) / grain : 1);
-  for (int64_t k = 0; k < n; ++k) y[k] = 0.f;
-  if (pieces <= 1) { scatter(y, 0, rows); return; }
-  // Two rows may add into one entry: each piece scatters its rows into a private
-  // copy of y, and the copies are summed in piece order (deterministic).
-  std::vector<float> partial(static_cast<size_t>(pieces) * n, 0.f);
-  const int64_t chunk = (rows + pieces - 1) / pieces;
-  pk::parallel_for(0, pieces, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = lo; p < hi; ++p)
-      scatter(partial.data() + p * n, p * chunk, std::min(rows, (p + 1) * chunk));
-  });
-  pk::parallel_for(0, n, 1 << 14, [&](int64_t lo, int64_t hi) {
-    for (int64_t k = lo; k < hi; ++k) {
-      float s = 0.f;
-      for (int64_t p = 0; p < pieces; ++p) s += partial[p * n + k];
-      y[k] = s;
-    }
+  scatter_rows(a, out, grain, [&](float* acc, int64_t i) {
+    const float xi = x[i];
+    for (int64_t j = a.ptr[i]; j < a.ptr[i + 1]; ++j) acc[a.idx[j]] += a.d[j] * xi;
   });
 }
 """
-#: Launch parameters tuned per device and size (``docs/tuning.md``); the first of
-#: each is the default.
-NUMBA_TUNE = {"parallel": [False, True]}
-CPP_TUNE = {"grain": [32768, 0, 4096, 262144]}
-TRITON_TUNE = {"BLOCK": [32, 16, 64], "num_warps": [1, 2]}
-NUMBA_CUDA_TUNE = {"threads_per_block": [256, 128, 512]}
+#: Launch parameters tuned per device and size (``docs/tuning.md``), by backend; the
+#: first of each is the default.
+TUNE = {
+    "numba": {"parallel": [False, True]},
+    "cuda_raw": {"grain": [32768, 0, 4096, 262144]},
+    "triton": {"BLOCK": [32, 16, 64], "num_warps": [1, 2]},
+    "numba_cuda": {"threads_per_block": [256, 128, 512]},
+}
 
 
 def _jax_generator(
@@ -140,6 +116,14 @@ def _jax_generator(
         return jax.ops.segment_sum(data * v[indices], rows, num_segments=shape[0])
 
     return kernel
+
+
+def _add_weighted_rows(acc, data, indices, indptr, v, lo, hi):
+    # Rows [lo, hi) of A, each times its entry of v, added into acc (A.T @ v).
+    for i in range(lo, hi):
+        vi = v[i]
+        for j in range(indptr[i], indptr[i + 1]):
+            acc[np.uint64(indices[j])] += data[j] * vi
 
 
 @functools.cache
@@ -161,34 +145,10 @@ def _numba_kernels() -> dict[tuple[bool, bool], Any]:
                 a0 += data[j] * v[np.uint64(indices[j])]
             out[i] = a0 + a1
 
-    def scatter(data, indices, indptr, v, out):
-        out[:] = 0
-        for i in range(indptr.size - 1):
-            vi = v[i]
-            for j in range(indptr[i], indptr[i + 1]):
-                out[np.uint64(indices[j])] += data[j] * vi
-
-    def scatter_parallel(data, indices, indptr, v, out):
-        # Two rows may add into one entry: each thread's rows go to a private copy.
-        pieces = numba.get_num_threads()
-        rows = indptr.size - 1
-        chunk = (rows + pieces - 1) // pieces
-        partial = np.zeros((pieces, out.size), np.float32)
-        for p in numba.prange(pieces):
-            for i in range(p * chunk, min(rows, (p + 1) * chunk)):
-                vi = v[i]
-                for j in range(indptr[i], indptr[i + 1]):
-                    partial[p, np.uint64(indices[j])] += data[j] * vi
-        for k in numba.prange(out.size):
-            s = np.float32(0)
-            for p in range(pieces):
-                s += partial[p, k]
-            out[k] = s
-
+    scatter = numba_scatter_kernels(_add_weighted_rows)
     jit = numba.njit
     return {(False, False): jit(gather), (False, True): jit(parallel=True)(gather),
-            (True, False): jit(scatter),
-            (True, True): jit(parallel=True)(scatter_parallel)}  # fmt: skip
+            (True, False): scatter[False], (True, True): scatter[True]}  # fmt: skip
 
 
 def _numba_generator(
@@ -200,12 +160,12 @@ def _numba_generator(
 
 
 def _cpp_generator(
-    outs: Any, transpose: bool, grain: int = CPP_TUNE["grain"][0], **kwargs: Any
+    outs: Any, transpose: bool, grain: int = TUNE["cuda_raw"]["grain"][0], **kwargs: Any
 ) -> Any:
     from ..backends.cuda_raw import load_cpp_inline
 
     module = load_cpp_inline(
-        "polykernel_catalog_csrmv", _CPP, ["csrmv_gather", "csrmv_scatter"]
+        "polykernel_catalog_csrmv", [CSR_CPP, _CPP], ["csrmv_gather", "csrmv_scatter"]
     )
     fn = module.csrmv_scatter if transpose else module.csrmv_gather
     return lambda data, indices, indptr, v: fn(data, indices, indptr, v, outs=outs[0],
@@ -222,17 +182,10 @@ def _triton_generator(
 
 
 csrmv_p = XLACustomKernel("polykernel.catalog.csrmv")
-csrmv_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
-if has_numba():
-    csrmv_p.def_numba_kernel(_numba_generator, asdefault=True, tune=NUMBA_TUNE)
-if has_cxx():
-    csrmv_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu", tune=CPP_TUNE)
-if has_numba_cuda():  # registered for gpu; numba.cuda imported on first use
-    csrmv_p.def_numba_cuda_kernel(csrmv_generator, tune=NUMBA_CUDA_TUNE)
-if has_triton():
-    csrmv_p.def_triton_kernel(_triton_generator, tune=TRITON_TUNE)
-# Registered last, so a GPU kernel stays the default: the GPU benchmarks' reference.
-csrmv_p.def_jax_raw_kernel(_jax_generator, platform="gpu")
+def_cpu_kernels(csrmv_p, _jax_generator, _numba_generator, _cpp_generator, TUNE)
+def_gpu_kernels(
+    csrmv_p, _jax_generator, TUNE, numba_cuda=csrmv_generator, triton=_triton_generator
+)
 csrmv_p.def_tags("csr", "float", "mv")
 
 

@@ -21,14 +21,7 @@ import numpy as np
 
 from ..core.primitive import XLACustomKernel
 from ._numba_cuda_kernels import scaled_add_generator
-from ._support import (
-    has_cxx,
-    has_numba,
-    has_numba_cuda,
-    has_pallas,
-    has_triton,
-    pallas_elementwise,
-)
+from ._support import def_cpu_kernels, def_gpu_kernels, pallas_elementwise
 
 __all__ = ["scaled_add", "scaled_add_p"]
 
@@ -49,13 +42,15 @@ void scaled_add(const pk::Tensor& x, const pk::Tensor& y, pk::Tensor& out,
   if (grain == 0) body(0, n); else pk::parallel_for(0, n, grain, body);
 }
 """
-#: Launch parameters tuned per device and size (``docs/tuning.md``); the first of
-#: each is the default.
-NUMBA_TUNE = {"parallel": [False, True]}
-CPP_TUNE = {"grain": [1 << 16, 0, 1 << 14, 1 << 18]}
-TRITON_TUNE = {"BLOCK": [1024, 256, 4096], "num_warps": [4, 8]}
-NUMBA_CUDA_TUNE = {"threads_per_block": [256, 128, 512]}
-PALLAS_GPU_TUNE = {"block": [1024, 512, 2048]}
+#: Launch parameters tuned per device and size (``docs/tuning.md``), by backend; the
+#: first of each is the default (Pallas': on the GPU).
+TUNE = {
+    "numba": {"parallel": [False, True]},
+    "cuda_raw": {"grain": [1 << 16, 0, 1 << 14, 1 << 18]},
+    "triton": {"BLOCK": [1024, 256, 4096], "num_warps": [4, 8]},
+    "numba_cuda": {"threads_per_block": [256, 128, 512]},
+    "pallas": {"block": [1024, 512, 2048]},
+}
 
 
 def _jax_generator(outs: Any, alpha: float, **kwargs: Any) -> Any:
@@ -85,7 +80,7 @@ def _numba_generator(outs: Any, alpha: float, parallel: bool = False, **kw: Any)
 
 
 def _cpp_generator(
-    outs: Any, alpha: float, grain: int = CPP_TUNE["grain"][0], **kwargs: Any
+    outs: Any, alpha: float, grain: int = TUNE["cuda_raw"]["grain"][0], **kwargs: Any
 ) -> Any:
     from ..backends.cuda_raw import load_cpp_inline
 
@@ -113,20 +108,15 @@ def _pallas_generator(outs: Any, alpha: float, block: int = 1024, **kw: Any) -> 
 
 
 scaled_add_p = XLACustomKernel("polykernel.catalog.scaled_add")
-scaled_add_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
-if has_numba():
-    scaled_add_p.def_numba_kernel(_numba_generator, asdefault=True, tune=NUMBA_TUNE)
-if has_cxx():
-    scaled_add_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu", tune=CPP_TUNE)
-if has_numba_cuda():  # registered for gpu; numba.cuda imported on first use
-    scaled_add_p.def_numba_cuda_kernel(scaled_add_generator, tune=NUMBA_CUDA_TUNE)
-if has_triton():
-    scaled_add_p.def_triton_kernel(_triton_generator, tune=TRITON_TUNE)
-if has_pallas():
-    scaled_add_p.def_pallas_kernel("cpu", _pallas_generator)
-    scaled_add_p.def_pallas_kernel("gpu", _pallas_generator, tune=PALLAS_GPU_TUNE)
-# Registered last, so a GPU kernel stays the default: the GPU benchmarks' reference.
-scaled_add_p.def_jax_raw_kernel(_jax_generator, platform="gpu")
+def_cpu_kernels(scaled_add_p, _jax_generator, _numba_generator, _cpp_generator, TUNE)
+def_gpu_kernels(
+    scaled_add_p,
+    _jax_generator,
+    TUNE,
+    numba_cuda=scaled_add_generator,
+    triton=_triton_generator,
+    pallas=_pallas_generator,
+)
 scaled_add_p.def_tags("elementwise", "float")
 
 

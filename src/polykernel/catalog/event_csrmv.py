@@ -16,56 +16,29 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core.primitive import XLACustomKernel
-from ._support import has_cxx, has_numba, random_csr, row_ids
+from ._csr_kernels import CSR_CPP, numba_scatter_kernels
+from ._support import def_cpu_kernels, def_gpu_kernels, random_csr, row_ids
 
 __all__ = ["event_csrmv", "event_csrmv_p"]
 
+# Compiled after CSR_CPP, which defines CsrArrays and scatter_rows.
 _CPP = """
-#include <algorithm>
-#include <cstdint>
-#include <vector>
 void event_csrmv(const pk::Tensor& data, const pk::Tensor& indices,
                  const pk::Tensor& indptr, const pk::Tensor& spikes, pk::Tensor& out,
                  int64_t grain) {
-  const float* d = data.data_ptr<float>();
-  const uint32_t* idx = reinterpret_cast<const uint32_t*>(indices.data_ptr<int32_t>());
-  const int32_t* ptr = indptr.data_ptr<int32_t>();
+  const CsrArrays a(data, indices, indptr);
   const bool* s = spikes.data_ptr<bool>();
-  float* y = out.data_ptr<float>();
-  const int64_t rows = indptr.numel() - 1, n = out.numel();
-  PK_CHECK(spikes.numel() == rows, "event_csrmv: spikes must have n_rows entries");
+  PK_CHECK(spikes.numel() == a.rows, "event_csrmv: spikes must have n_rows entries");
   PK_CHECK(grain >= 0, "event_csrmv: grain must be >= 0 (0: serial), got " << grain);
-  auto scatter = [&](float* acc, int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      if (!s[i]) continue;
-      for (int64_t j = ptr[i]; j < ptr[i + 1]; ++j) acc[idx[j]] += d[j];
-    }
-  };
-  const int64_t pieces = grain == 0 ? 1 : std::min<int64_t>(
-      pk::num_threads(), rows > 0 ? (ptr[rows] + grain - 1) / grain : 1);
-  for (int64_t k = 0; k < n; ++k) y[k] = 0.f;
-  if (pieces <= 1) { scatter(y, 0, rows); return; }
-  // A scatter: two rows may add into one entry, so each piece scatters into a
-  // private copy of y, summed in piece order (deterministic).
-  std::vector<float> partial(static_cast<size_t>(pieces) * n, 0.f);
-  const int64_t chunk = (rows + pieces - 1) / pieces;
-  pk::parallel_for(0, pieces, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = lo; p < hi; ++p)
-      scatter(partial.data() + p * n, p * chunk, std::min(rows, (p + 1) * chunk));
-  });
-  pk::parallel_for(0, n, 1 << 14, [&](int64_t lo, int64_t hi) {
-    for (int64_t k = lo; k < hi; ++k) {
-      float acc = 0.f;
-      for (int64_t p = 0; p < pieces; ++p) acc += partial[p * n + k];
-      y[k] = acc;
-    }
+  scatter_rows(a, out, grain, [&](float* acc, int64_t i) {
+    if (!s[i]) return;
+    for (int64_t j = a.ptr[i]; j < a.ptr[i + 1]; ++j) acc[a.idx[j]] += a.d[j];
   });
 }
 """
-#: Launch parameters tuned per device and size (``docs/tuning.md``); the first of
-#: each is the default (serial: a scatter gains from threads only when large).
-NUMBA_TUNE = {"parallel": [False, True]}
-CPP_TUNE = {"grain": [0, 32768, 262144]}
+#: Launch parameters tuned per device and size (``docs/tuning.md``), by backend; the
+#: first of each is the default (serial: a scatter gains from threads only when large).
+TUNE = {"numba": {"parallel": [False, True]}, "cuda_raw": {"grain": [0, 32768, 262144]}}
 
 
 def _jax_generator(outs: Any, n_post: int, **kwargs: Any) -> Any:
@@ -77,35 +50,17 @@ def _jax_generator(outs: Any, n_post: int, **kwargs: Any) -> Any:
     return kernel
 
 
+def _add_spiking_rows(acc, data, indices, indptr, spikes, lo, hi):
+    # The weights of rows [lo, hi) whose presynaptic neuron spiked, added into acc.
+    for i in range(lo, hi):
+        if spikes[i]:
+            for j in range(indptr[i], indptr[i + 1]):
+                acc[np.uint64(indices[j])] += data[j]
+
+
 @functools.cache
 def _numba_kernels() -> dict[bool, Any]:
-    import numba
-
-    def serial(data, indices, indptr, spikes, out):
-        out[:] = 0
-        for i in range(spikes.size):
-            if spikes[i]:
-                for j in range(indptr[i], indptr[i + 1]):
-                    out[np.uint64(indices[j])] += data[j]
-
-    def parallel(data, indices, indptr, spikes, out):
-        # Two rows may add into one entry: each thread's rows go to a private copy.
-        pieces = numba.get_num_threads()
-        rows = spikes.size
-        chunk = (rows + pieces - 1) // pieces
-        partial = np.zeros((pieces, out.size), np.float32)
-        for p in numba.prange(pieces):
-            for i in range(p * chunk, min(rows, (p + 1) * chunk)):
-                if spikes[i]:
-                    for j in range(indptr[i], indptr[i + 1]):
-                        partial[p, np.uint64(indices[j])] += data[j]
-        for k in numba.prange(out.size):
-            acc = np.float32(0)
-            for p in range(pieces):
-                acc += partial[p, k]
-            out[k] = acc
-
-    return {False: numba.njit(serial), True: numba.njit(parallel=True)(parallel)}
+    return numba_scatter_kernels(_add_spiking_rows)
 
 
 def _numba_generator(outs: Any, parallel: bool = False, **kwargs: Any) -> Any:
@@ -114,21 +69,20 @@ def _numba_generator(outs: Any, parallel: bool = False, **kwargs: Any) -> Any:
     return numba_kernel(_numba_kernels()[bool(parallel)], outs=outs[0])
 
 
-def _cpp_generator(outs: Any, grain: int = CPP_TUNE["grain"][0], **kwargs: Any) -> Any:
+def _cpp_generator(
+    outs: Any, grain: int = TUNE["cuda_raw"]["grain"][0], **kwargs: Any
+) -> Any:
     from ..backends.cuda_raw import load_cpp_inline
 
-    module = load_cpp_inline("polykernel_catalog_event_csrmv", _CPP, ["event_csrmv"])
+    module = load_cpp_inline(
+        "polykernel_catalog_event_csrmv", [CSR_CPP, _CPP], ["event_csrmv"]
+    )
     return lambda *args: module.event_csrmv(*args, outs=outs[0], grain=int(grain))
 
 
 event_csrmv_p = XLACustomKernel("polykernel.catalog.event_csrmv")
-event_csrmv_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
-if has_numba():
-    event_csrmv_p.def_numba_kernel(_numba_generator, asdefault=True, tune=NUMBA_TUNE)
-if has_cxx():
-    event_csrmv_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu", tune=CPP_TUNE)
-# Registered last, so a GPU kernel stays the default: the GPU benchmarks' reference.
-event_csrmv_p.def_jax_raw_kernel(_jax_generator, platform="gpu")
+def_cpu_kernels(event_csrmv_p, _jax_generator, _numba_generator, _cpp_generator, TUNE)
+def_gpu_kernels(event_csrmv_p, _jax_generator)
 event_csrmv_p.def_tags("csr", "binary", "event", "mv")
 
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core.primitive import XLACustomKernel
-from ._support import has_cxx, has_numba, has_pallas, pallas_elementwise
+from ._support import def_cpu_kernels, def_gpu_kernels, pallas_elementwise
 
 __all__ = ["lif_step", "lif_step_p"]
 
@@ -103,16 +103,8 @@ def _pallas_generator(outs: Any, **params: Any) -> Any:
 
 
 lif_step_p = XLACustomKernel("polykernel.catalog.lif_step")
-lif_step_p.def_jax_raw_kernel(_jax_generator, platform="cpu")
-if has_numba():
-    lif_step_p.def_numba_kernel(_numba_generator, asdefault=True)
-if has_cxx():
-    lif_step_p.def_cuda_raw_kernel(_cpp_generator, platform="cpu")
-if has_pallas():
-    lif_step_p.def_pallas_kernel("cpu", _pallas_generator)
-    lif_step_p.def_pallas_kernel("gpu", _pallas_generator)
-# Registered last, so a GPU kernel stays the default: the GPU benchmarks' reference.
-lif_step_p.def_jax_raw_kernel(_jax_generator, platform="gpu")
+def_cpu_kernels(lif_step_p, _jax_generator, _numba_generator, _cpp_generator)
+def_gpu_kernels(lif_step_p, _jax_generator, pallas=_pallas_generator)
 lif_step_p.def_tags("neuron", "float")
 
 

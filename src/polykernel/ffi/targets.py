@@ -133,17 +133,13 @@ def register(
     Example:
         >>> import polykernel as pk
         >>> from polykernel.ffi.targets import register
-        >>> src = '''
-        ... void twice(const pk::Tensor& x, pk::Tensor& y) {
-        ...   const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
-        ...   for (int64_t i = 0; i < x.numel(); ++i) b[i] = 2 * a[i];
-        ... }'''
-        >>> mod = pk.load_cpp_inline("doc_register", src, ["twice"])
-        >>> address = mod.twice.handler_address
-        >>> register("doc.twice", address, platform="cpu", identity="doc.twice",
+        >>> src = "void keep(pk::Tensor& y) {}"  # a handler to register: any will do
+        >>> mod = pk.load_cpp_inline("doc_register", src, ["keep"])
+        >>> address = mod.keep.handler_address
+        >>> register("doc.keep", address, platform="cpu", identity="doc.keep",
         ...          backend="cuda_raw", owner=mod)
         True
-        >>> register("doc.twice", address, platform="cpu", identity="doc.twice",
+        >>> register("doc.keep", address, platform="cpu", identity="doc.keep",
         ...          backend="cuda_raw", owner=mod)  # the same identity again: a no-op
         False
     """

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from cuda_kernels import double
 from ffi_frames import call_handler
 from numba import cuda
 
@@ -27,13 +28,6 @@ F32 = jnp.float32
 
 
 @cuda.jit
-def scale(x, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = 2 * x[i]
-
-
-@cuda.jit
 def shift(out):
     i = cuda.grid(1)
     if i < out.size:
@@ -41,14 +35,14 @@ def shift(out):
 
 
 def two_steps(x, out, stream):
-    scale[1, 8, stream](x, out)
+    double[1, 8, stream](x, out)
     shift[1, 8, stream](out)
 
 
 def with_temporary(x, out, stream):
     tmp = cuda.device_array_like(x)  # the simulator's, on the CPU
-    scale[1, 8, stream](x, tmp)
-    scale[1, 8, stream](tmp, out)
+    double[1, 8, stream](x, tmp)
+    double[1, 8, stream](tmp, out)
 
 
 def test_several_launches_on_the_stream():
@@ -62,7 +56,7 @@ def test_temporaries_come_from_the_simulated_cuda_module():
     f = pk.numba_cuda_callable(with_temporary, [jax.ShapeDtypeStruct((3,), F32)])
     (y,) = f(jnp.ones(3, F32))
     np.testing.assert_array_equal(y, [4, 4, 4])
-    assert globals()["cuda"] is cuda and type(scale).__name__ == "CUDADispatcher"
+    assert globals()["cuda"] is cuda and type(double).__name__ == "CUDADispatcher"
 
 
 def test_aliasing_and_vmap():

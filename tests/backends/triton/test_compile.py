@@ -18,6 +18,8 @@ import pytest
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
+from triton_kernels import axpy, axpy_kernel  # noqa: E402
+
 import polykernel as pk  # noqa: E402
 from polykernel.backends.triton.compile import compile_triton  # noqa: E402
 from polykernel.ffi.metadata import query_metadata  # noqa: E402
@@ -27,15 +29,6 @@ N = 1000
 _PTX_SIZES = {"u64": 8, "b64": 8, "s64": 8, "f64": 8, "u32": 4, "b32": 4, "s32": 4,
               "f32": 4, "u16": 2, "b16": 2, "s16": 2, "f16": 2, "u8": 1, "b8": 1,
               "s8": 1}  # fmt: skip
-
-
-@triton.jit
-def axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
 
 
 @triton.jit
@@ -49,9 +42,7 @@ def mixed(x_ptr, out_ptr, flag, big, half, wide, n, BLOCK: tl.constexpr):
 
 
 def _axpy():
-    grid = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731
-    return pk.triton_kernel(axpy, jax.ShapeDtypeStruct((N,), jnp.float32), grid=grid,
-                            BLOCK=256)  # fmt: skip
+    return axpy_kernel(N, 256)
 
 
 def _ptx_param_sizes(ptx: str, entry: str) -> list[int]:

@@ -19,6 +19,8 @@ import pytest
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
+from triton_kernels import axpy, axpy_kernel  # noqa: E402
+
 import polykernel as pk  # noqa: E402
 from polykernel.contract.platform_context import lowering_for  # noqa: E402
 from polykernel.errors import (  # noqa: E402
@@ -32,15 +34,6 @@ N = 10
 
 
 @triton.jit
-def axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, alpha * x + y, mask=mask)
-
-
-@triton.jit
 def sum_and_max(x_ptr, s_ptr, m_ptr, ROWS: tl.constexpr, COLS: tl.constexpr):
     # One program per row (a 2-D grid: axis 1 is always 0 here).
     row = tl.program_id(0) + tl.program_id(1)
@@ -50,9 +43,7 @@ def sum_and_max(x_ptr, s_ptr, m_ptr, ROWS: tl.constexpr, COLS: tl.constexpr):
 
 
 def _axpy(n=N, **kw):
-    grid = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731
-    return pk.triton_kernel(axpy, jax.ShapeDtypeStruct((n,), jnp.float32),
-                            grid=grid, BLOCK=4, **kw)  # fmt: skip
+    return axpy_kernel(n, 4, **kw)
 
 
 def _xy(n=N):

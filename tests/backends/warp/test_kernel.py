@@ -15,9 +15,11 @@ wp = pytest.importorskip("warp")
 F32 = jax.ShapeDtypeStruct((8,), jnp.float32)
 
 
+# The scalar comes first: a parameter named by a call keyword is that scalar,
+# wherever it stands; the others take the buffers in order (x, y, then out).
 @wp.kernel
-def axpy(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
-         alpha: wp.float32, out: wp.array(dtype=wp.float32)):  # fmt: skip
+def axpy(alpha: wp.float32, x: wp.array(dtype=wp.float32),
+         y: wp.array(dtype=wp.float32), out: wp.array(dtype=wp.float32)):  # fmt: skip
     i = wp.tid()
     out[i] = alpha * x[i] + y[i]
 
@@ -167,8 +169,11 @@ def test_registration_errors_are_pinned():
         pk.warp_kernel(axpy, F32, launch_dims=(1, 2, 3, 4, 5))
     with pytest.raises(ValueError, match="maps input 0 to output 3, but there are 1"):
         pk.warp_kernel(axpy, F32, input_output_aliases={0: 3})
-    with pytest.raises(pk.UnsupportedDtypeError, match=r"outs\[0\] has dtype "
-                       r"bfloat16, which the warp backend cannot take; it takes bool"):
+    with pytest.raises(
+        pk.UnsupportedDtypeError,
+        match=r"outs\[0\] has dtype "
+        r"bfloat16, which the warp backend cannot take; it takes bool",
+    ):
         pk.warp_kernel(axpy, jax.ShapeDtypeStruct((8,), jnp.bfloat16))
 
 
@@ -183,11 +188,17 @@ def test_call_errors_name_the_parameter_expected_and_got():
     with pytest.raises(TypeError, match=r"input 0 has shape \(2, 4\) \(rank 2\) but "
                        "parameter 'x' is a 1-d array"):  # fmt: skip
         f(X.reshape(2, 4), Y, alpha=1.0)
-    with pytest.raises(pk.KernelCallError, match=r"warp_kernel 'axpy': unknown "
-                       r"keyword argument 'beta' \(parameters: alpha: float32\)"):
+    with pytest.raises(
+        pk.KernelCallError,
+        match=r"warp_kernel 'axpy': unknown "
+        r"keyword argument 'beta' \(parameters: alpha: float32\)",
+    ):
         f(X, Y, beta=1.0)
-    with pytest.raises(pk.KernelCallError, match=r"warp_kernel 'axpy': missing "
-                       r"keyword argument 'alpha' \(parameters: alpha: float32\)"):
+    with pytest.raises(
+        pk.KernelCallError,
+        match=r"warp_kernel 'axpy': missing "
+        r"keyword argument 'alpha' \(parameters: alpha: float32\)",
+    ):
         f(X, Y)
     with pytest.raises(pk.KernelCallError, match="attribute 'alpha' is a traced value"):
         jax.jit(lambda a: f(X, Y, alpha=a))(1.0)

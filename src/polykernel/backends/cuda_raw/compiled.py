@@ -65,14 +65,12 @@ class CompiledModule:
     Example:
         >>> import polykernel as pk
         >>> from polykernel import CompiledModule
-        >>> src = '''
-        ... void twice(const pk::Tensor& x, pk::Tensor& y) {
-        ...   const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
-        ...   for (int64_t i = 0; i < x.numel(); ++i) b[i] = 2 * a[i];
+        >>> src = '''void zero(pk::Tensor& y) {
+        ...   std::memset(y.data_ptr(), 0, y.nbytes());
         ... }'''
-        >>> built = pk.load_cpp_inline("doc_compiled", src, ["twice"])
-        >>> mod = CompiledModule(built.path, ["twice"])  # the library built above
-        >>> mod.get_handler("twice") is not None
+        >>> built = pk.load_cpp_inline("doc_compiled", src, ["zero"])
+        >>> mod = CompiledModule(built.path, ["zero"])  # the library built above
+        >>> mod.get_handler("zero") is not None
         True
     """
 

@@ -96,13 +96,11 @@ def load_cuda_dir(
         >>> kernels.mkdir()
         >>> _ = (kernels / "scale.cu").write_text('''
         ... __global__ void scale_kernel(const float* x, float* y, int64_t n) {
-        ...   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-        ...   if (i < n) y[i] = 2 * x[i];
+        ...   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) y[i] = 2 * x[i];
         ... }
         ... void scale(const pk::Tensor& x, pk::Tensor& y, cudaStream_t stream) {
-        ...   int64_t n = x.numel();
-        ...   scale_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
-        ...       x.data_ptr<float>(), y.data_ptr<float>(), n);
+        ...   const float* in = x.data_ptr<float>();  // one block strides over x
+        ...   scale_kernel<<<1, 256, 0, stream>>>(in, y.data_ptr<float>(), x.numel());
         ... }''')
         >>> _ = (kernels / "shift.cu").write_text('''
         ... __global__ void shift_kernel(float* y, int64_t n) {
@@ -122,8 +120,13 @@ def load_cuda_dir(
     source = "\n".join(f'#line 1 "{_c_string(path)}"\n{text}' for path, text in files)
     module_name = name if name is not None else Path(directory).resolve().name
     return load_source(
-        "load_cuda_dir", LoweringPlatform.CUDA, source, module_name, functions,
-        kwargs, directory,
+        "load_cuda_dir",
+        LoweringPlatform.CUDA,
+        source,
+        module_name,
+        functions,
+        kwargs,
+        directory,
     )
 
 

@@ -91,16 +91,16 @@ class NativeFunction(BackendKernel):
 
         Example:
             >>> import jax, jax.numpy as jnp, polykernel as pk
-            >>> src = '''
-            ... void twice(const pk::Tensor& x, pk::Tensor& y) {
-            ...   const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
-            ...   for (int64_t i = 0; i < x.numel(); ++i) b[i] = 2 * a[i];
+            >>> src = '''void negate(const pk::Tensor& x, pk::Tensor& y) {
+            ...   const float* in = x.data_ptr<float>();  // aliased: y's own buffer
+            ...   float* out = y.data_ptr<float>();
+            ...   for (int64_t i = 0; i < y.numel(); ++i) out[i] = -in[i];
             ... }'''
-            >>> mod = pk.load_cpp_inline("doc_variant", src, ["twice"])
-            >>> in_place = mod.twice.variant(input_output_aliases={0: 0})
+            >>> mod = pk.load_cpp_inline("doc_variant", src, ["negate"])
+            >>> in_place = mod.negate.variant(input_output_aliases={0: 0})
             >>> x = jnp.arange(3.0, dtype=jnp.float32)
             >>> in_place(x, outs=jax.ShapeDtypeStruct((3,), x.dtype)).tolist()
-            [0.0, 2.0, 4.0]
+            [-0.0, -1.0, -2.0]
         """
         method = self.vmap_method if vmap_method is _KEEP else vmap_method
         return NativeFunction(

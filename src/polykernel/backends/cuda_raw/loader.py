@@ -234,27 +234,22 @@ def load_cuda_file(
     name: str | None = None,
     **kwargs: Any,
 ) -> NativeModule:
-    """Like :func:`load_cuda_inline` for a ``.cu`` file; its directory is on ``-I``.
+    """The CUDA twin of :func:`load_cpp_file`: nvcc compiles the ``.cu`` file.
 
-    ``name`` defaults to the file's stem; ``kwargs`` are those of
-    :func:`load_cuda_inline`.
+    Takes the keywords of :func:`load_cuda_inline`; the module is named after the
+    file unless ``name`` is given, and the file's directory is searched for
+    ``#include "..."`` first.
 
     Example:
         >>> from pathlib import Path
         >>> from polykernel import load_cuda_file
-        >>> _ = Path("scale.cu").write_text('''
-        ... __global__ void scale_kernel(const float* x, float* y, int64_t n) {
-        ...   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-        ...   if (i < n) y[i] = 2 * x[i];
-        ... }
-        ... void scale(const pk::Tensor& x, pk::Tensor& y, cudaStream_t stream) {
-        ...   int64_t n = x.numel();
-        ...   scale_kernel<<<(n + 255) / 256, 256, 0, stream>>>(
-        ...       x.data_ptr<float>(), y.data_ptr<float>(), n);
+        >>> _ = Path("zero.cu").write_text('''
+        ... void zero(pk::Tensor& y, cudaStream_t stream) {
+        ...   cudaMemsetAsync(y.data_ptr(), 0, y.nbytes(), stream);
         ... }''')
-        >>> mod = load_cuda_file("scale.cu", ["scale"], compute_capability="sm_80")
+        >>> mod = load_cuda_file("zero.cu", ["zero"], compute_capability="sm_80")
         >>> mod.name, mod.function_names
-        ('scale', ['scale'])
+        ('zero', ['zero'])
     """
     return _load_file("load_cuda_file", LoweringPlatform.CUDA, filepath, functions,
                       name, kwargs)  # fmt: skip

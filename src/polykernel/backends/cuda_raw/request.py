@@ -84,8 +84,8 @@ def keywords_for(
         KernelTypeError: a keyword the platform's inline loader does not take.
     """
     allowed = _allowed(platform)
-    inline = "load_cuda_inline" if platform == LoweringPlatform.CUDA else (
-        "load_cpp_inline"
+    inline = (
+        "load_cuda_inline" if platform == LoweringPlatform.CUDA else "load_cpp_inline"
     )
     for key in given:
         if key not in allowed:

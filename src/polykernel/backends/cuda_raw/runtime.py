@@ -83,17 +83,17 @@ def register_ffi_target(
 
     Example:
         >>> import jax, jax.numpy as jnp, polykernel as pk
-        >>> src = '''
-        ... void twice(const pk::Tensor& x, pk::Tensor& y) {
-        ...   const float* a = x.data_ptr<float>(); float* b = y.data_ptr<float>();
-        ...   for (int64_t i = 0; i < x.numel(); ++i) b[i] = 2 * a[i];
+        >>> src = '''void add_one(const pk::Tensor& x, pk::Tensor& y) {
+        ...   const float* in = x.data_ptr<float>();
+        ...   float* out = y.data_ptr<float>();
+        ...   for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] + 1;
         ... }'''
-        >>> mod = pk.load_cpp_inline("doc_ffi_target", src, ["twice"])
-        >>> pk.register_ffi_target("my.twice", mod, "twice", platform="cpu")
+        >>> mod = pk.load_cpp_inline("doc_ffi_target", src, ["add_one"])
+        >>> pk.register_ffi_target("my.add_one", mod, "add_one", platform="cpu")
         >>> x = jnp.arange(3.0, dtype=jnp.float32)
-        >>> call = jax.ffi.ffi_call("my.twice", jax.ShapeDtypeStruct((3,), x.dtype))
+        >>> call = jax.ffi.ffi_call("my.add_one", jax.ShapeDtypeStruct((3,), x.dtype))
         >>> call(x).tolist()
-        [0.0, 2.0, 4.0]
+        [1.0, 2.0, 3.0]
     """
     _check_arguments(target_name, module, func_name)
     xla = _platform(platform)
