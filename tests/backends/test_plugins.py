@@ -157,6 +157,7 @@ print(json.dumps({"names": pk.backends.backend_names(),
 """
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_installed_broken_plugins_leave_polykernel_info_and_calls_working(
     tmp_path, run_env, distribution
 ):

@@ -89,6 +89,7 @@ def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_cli_info_and_prune(root, run_env):
     env = dict(run_env, POLYKERNEL_CACHE_DIR=str(root))
     env[cache_admin.MAX_BYTES_ENV] = "1G"

@@ -194,6 +194,7 @@ IRREGULAR = [
 @pytest.mark.parametrize(
     ("section", "name", "make", "action", "result", "cause"), IRREGULAR
 )
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_only_regular_files_are_opened(
     fresh_cache, run_env, section, name, make, action, result, cause
 ):

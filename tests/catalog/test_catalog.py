@@ -48,6 +48,7 @@ def test_csrmv_matches_scipy(csr, backend, transpose):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_csrmv_grad_and_jvp(csr, backend):
     data, indices, indptr, A = csr
     v = np.random.default_rng(1).random(40).astype(np.float32)

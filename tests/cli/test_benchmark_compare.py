@@ -124,6 +124,7 @@ def test_the_gate_fails_on_a_slower_run_and_passes_otherwise(run, tmp_path):
     ],
     ids=["no-compare", "missing-file", "zero"],
 )
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_usage_errors_exit_2(run, tmp_path, args, message):
     (tmp_path / "x.json").write_text("{}")
     done = run(*args)

@@ -67,6 +67,7 @@ def benchmark(env, *args):
     return pk(env, "benchmark", "--no-catalog", "-m", "cli_prims", *args)
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_info_text_and_json(env):
     import jax.ffi
 
@@ -89,6 +90,7 @@ def test_info_text_and_json(env):
     assert set(data["versions"]) == {"polykernel", "python", "jax", "jaxlib", "numpy"}
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_list_with_tags_and_names(env):
     out = pk(env, "list", "--no-catalog", "-m", "cli_prims", "--tags", "dense,float")
     assert out.returncode == 0, out.stderr
@@ -107,6 +109,7 @@ def test_list_with_tags_and_names(env):
     assert len(miss.stderr.strip().splitlines()) == 1 and "Traceback" not in miss.stderr
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_benchmark_outputs_files_and_defaults(env, tmp_path):
     out = benchmark(
         env, "--tags", "float", "--n-warmup", "1", "--n-runs", "3",
@@ -134,6 +137,7 @@ def test_benchmark_outputs_files_and_defaults(env, tmp_path):
     assert pk(env, "defaults", "clear").returncode == 0
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_benchmark_mismatch_reported_and_strict_fails(env):
     args = ["--tags", "broken", "--n-warmup", "0", "--n-runs", "2", "--no-progress"]
     loose = benchmark(env, *args)
@@ -147,6 +151,7 @@ def test_benchmark_mismatch_reported_and_strict_fails(env):
     )
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_benchmark_progress_counts_against_the_whole_run(env):
     out = benchmark(env, "--n-warmup", "0", "--n-runs", "2")
     assert out.returncode == 0, out.stderr
@@ -159,6 +164,7 @@ def test_benchmark_progress_counts_against_the_whole_run(env):
     assert "2 primitives, 4 runs" in out.stdout
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_benchmark_without_primitives_and_bad_module(env):
     none = pk(env, "benchmark", "--no-catalog")
     assert none.returncode == 1
@@ -190,6 +196,7 @@ def test_module_given_as_file_path(env, tmp_path):
     assert "clitest.good" in out.stdout
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_usage_errors_exit_2(env):
     for args in (
         [],
@@ -205,6 +212,7 @@ def test_usage_errors_exit_2(env):
         assert "usage: polykernel" in out.stderr
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_cache_info_prune_clear(env, tmp_path):
     entry = tmp_path / "cache" / "native" / "abc"
     entry.mkdir(parents=True, mode=0o700)
@@ -234,6 +242,7 @@ def test_main_in_process_handles_absent_catalog(monkeypatch, capsys):
     assert "expected an integer >= 1, got 'x'" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_a_module_that_fails_while_importing_is_a_runtime_error(env, tmp_path):
     # It exists (not a usage error, unlike a missing module or NAME): exit code 1.
     (tmp_path / "broken_prims.py").write_text("raise RuntimeError('boom in setup')\n")
@@ -249,6 +258,7 @@ def test_a_module_that_fails_while_importing_is_a_runtime_error(env, tmp_path):
     assert "No module named 'no_such_dependency_xyz'" in dep.stderr
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_python_dash_m_polykernel_is_the_command():
     from polykernel import __version__
 
@@ -278,6 +288,7 @@ def test_spread_and_budget_options_are_checked(capsys, args, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_benchmark_prints_the_machine_the_load_and_noisy_times_in_words(env):
     # A bound no timing can meet on a one-run window: every time is noisy, and the
     # table says so in words; the budget 0 keeps the run short.

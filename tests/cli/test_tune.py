@@ -83,6 +83,7 @@ def test_tune_then_show_report_export_and_clear(cli, tmp_path):
     ],
     ids=["no-target", "unknown-name", "missing-module"],
 )
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_usage_errors_exit_2_with_one_line(cli, args, message):
     done = cli(*(a.format(target=cli.target) for a in args))
     assert done.returncode == 2, done.stderr

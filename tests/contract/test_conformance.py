@@ -133,6 +133,7 @@ def test_outs_and_option_mistakes(subject, argument, exc, pattern):
 
 
 @by_backend
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_an_aliased_output_is_computed_and_batches_as_broadcast_all(subject):
     f = subject.kernel(F3, input_output_aliases={0: 0})
     assert f.vmap_method == "broadcast_all"

@@ -55,6 +55,7 @@ def _blob(exported_dir, name: str) -> bytes:
     return (exported_dir[0] / f"{name}.jaxexport").read_bytes()
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_first_process_compiles_and_fills_the_persistent_cache(exported_dir):
     _, jax_cache, report = exported_dir
     assert report["out"] == (2 * X + 1).tolist()
@@ -65,6 +66,7 @@ def test_first_process_compiles_and_fills_the_persistent_cache(exported_dir):
     assert cpp_target.startswith("xproc_mod.add_one.pk")
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_new_process_runs_it_without_kernel_code_and_hits_the_cache(
     exported_dir, child_env
 ):
@@ -94,6 +96,7 @@ def test_new_process_runs_it_without_kernel_code_and_hits_the_cache(
     assert set(entries) <= after and len(after) == len(entries) + added
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_names_and_artefacts_are_the_same_in_every_process(
     exported_dir, child_env, tmp_path
 ):
@@ -108,6 +111,7 @@ def test_names_and_artefacts_are_the_same_in_every_process(
         )
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_parallel_handler_is_refused_under_workqueue(exported_dir, child_env):
     directory, jax_cache, _ = exported_dir
     env = {**child_env, "NUMBA_THREADING_LAYER": "workqueue"}
@@ -194,6 +198,7 @@ def test_cpu_and_cuda_cpp_kernels_in_one_artefact(child_env, tmp_path):
     assert {cuda_target, cpu_target} <= set(result["registered"])
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_export_warns_when_a_kernel_cannot_run_elsewhere():
     @numba.njit
     def boxing(x, out):  # the error boxes an array: its code needs this process

@@ -34,6 +34,7 @@ PAGE_IDS = [p.relative_to(ROOT).as_posix() for p in PAGES]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_docs_page_code_runs(page: Path, run_env: dict[str, str], tmp_path: Path):
     label = page.relative_to(ROOT).as_posix()
     blocks = code_blocks(page.read_text())  # a MarkupError fails the page

@@ -13,6 +13,7 @@ EXAMPLES = sorted((REPO / "examples").glob("*.py"))
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_example_runs(script: Path, run_env: dict[str, str]) -> None:
     if missing := missing_optional(script.read_text()):
         pytest.skip(f"{script.name} needs {missing}, not installed here")

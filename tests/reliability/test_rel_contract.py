@@ -188,6 +188,7 @@ def _reference(backend: str, keywords: dict[str, Any]) -> np.ndarray:
 @pytest.mark.parametrize("backend", SCALAR_BACKENDS)
 @pytest.mark.parametrize(("case", "keywords", "outcomes", "names"),
                          [pytest.param(*c, id=c[0]) for c in SCALAR_CASES])  # fmt: skip
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_scalar_keywords_follow_one_set_of_rules(
     backend, case, keywords, outcomes, names
 ):

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 _WRITER = """
 import os, sys, time
 from polykernel.settings import tuned_defaults as td
@@ -27,6 +29,7 @@ print("done")
 """
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_two_writer_processes_lose_no_entry(tmp_path, run_env):
     env = dict(run_env, POLYKERNEL_CONFIG_DIR=str(tmp_path / "config"))
     go, n = tmp_path / "go", 60

@@ -60,6 +60,7 @@ def _take(x: np.ndarray, k: int, axis: int | None) -> np.ndarray:
 
 
 @pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_scaled_add_any_shape_dtype_and_axes(profile):
     @given(
         shape=st.lists(st.integers(0, 12), min_size=1, max_size=2).map(tuple),
@@ -130,6 +131,7 @@ def test_csrmv_any_matrix_transpose_and_vmap_axis(profile):
 
 
 @pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_event_csrmv_any_matrix_and_spikes(profile):
     event_backends = backends_of(catalog.event_csrmv_p)
 
@@ -220,6 +222,7 @@ def _array(rng, shape, dtype):
 
 
 @pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_conformance_ops_any_dtype_rank_and_vmap_method(profile):
     @given(
         shape=st.lists(st.integers(1, 4), min_size=1, max_size=2).map(tuple),

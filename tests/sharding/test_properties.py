@@ -21,6 +21,7 @@ LONG = os.environ.get("POLYKERNEL_HYPOTHESIS_PROFILE") == "long"
 
 
 @pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_every_drawn_rule_gives_the_unsharded_result(seed, run_env):
     report = last_json(run_python(CHILD, "40", str(seed), env=run_env, timeout=300))
     assert report["devices"] == 4 and report["examples"] == 40

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
 from subprocess_support import last_json, run_python
 
 SCRIPT = textwrap.dedent(
@@ -44,6 +45,7 @@ def _run(env):
     return last_json(run_python(code=SCRIPT, env=env))
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_new_process_loads_handler_from_disk_cache(run_env, tmp_path):
     env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "pk"))
     cold = _run(env)

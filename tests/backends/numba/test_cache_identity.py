@@ -88,6 +88,7 @@ def _disk(tmp_path: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_same_named_kernels_in_both_orders(run_env, tmp_path):
     env = _env(run_env, tmp_path)
     assert _child(env, "B") == {"B": "built"}
@@ -96,6 +97,7 @@ def test_same_named_kernels_in_both_orders(run_env, tmp_path):
     assert _child(env, "B", "A") == {"B": "disk", "A": "disk"}
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_kernels_differing_only_in_a_closure_constant(run_env, tmp_path):
     env = _env(run_env, tmp_path)
     assert _child(env, "C3") == {"C3": "built"}
@@ -103,6 +105,7 @@ def test_kernels_differing_only_in_a_closure_constant(run_env, tmp_path):
     assert len(_entries(tmp_path)) == 2
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_kernels_differing_only_in_a_global_or_a_helper(run_env, tmp_path):
     env = _env(run_env, tmp_path)
     assert _child(env, "G5", "H1") == {"G5": "built", "H1": "built"}
@@ -135,6 +138,7 @@ def test_concurrent_processes_build_each_kernel_once(run_env, tmp_path):
     assert len(_entries(tmp_path)) == 3
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_another_hash_seed_adds_nothing(run_env, tmp_path):
     # fastmath given as a set: its repr (and so a naive key) follows the hash seed
     env = _env(run_env, tmp_path)
@@ -144,6 +148,7 @@ def test_another_hash_seed_adds_nothing(run_env, tmp_path):
     assert _disk(tmp_path) == before
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_corrupt_or_truncated_entry_is_rebuilt(run_env, tmp_path):
     env = _env(run_env, tmp_path)
     assert _child(env, "A") == {"A": "built"}
@@ -160,6 +165,7 @@ def test_corrupt_or_truncated_entry_is_rebuilt(run_env, tmp_path):
     assert obj.read_bytes() == data
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_kernels_reading_a_numba_environment_are_cached(run_env, tmp_path):
     # np.empty checks its shape, and R raises with run-time values: both box
     # values through a Numba environment, which the loader provides afresh
@@ -170,6 +176,7 @@ def test_kernels_reading_a_numba_environment_are_cached(run_env, tmp_path):
     assert all(m["environments"] for m in metas)
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_uncacheable_kernel_runs_and_writes_nothing(run_env, tmp_path):
     env = _env(run_env, tmp_path)
     assert _child(env, "X") == {"X": "uncached"}
@@ -179,6 +186,7 @@ def test_uncacheable_kernel_runs_and_writes_nothing(run_env, tmp_path):
     assert os.stat(entry).st_mode & 0o077 == 0
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_numba_own_disk_cache_is_never_built_upon(run_env, tmp_path):
     numba_cache = tmp_path / "numba"
     env = dict(_env(run_env, tmp_path), NUMBA_CACHE_DIR=str(numba_cache))

@@ -100,6 +100,7 @@ def _copy_kernel(n):
     return numba.njit(scope["copy_many"])
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_every_dtype_round_trips_bit_exact():
     rng = np.random.default_rng(0)
     arrays = []

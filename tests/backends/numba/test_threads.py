@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
+import pytest
 
 from polykernel.backends.numba import numba_kernel
 
@@ -73,6 +74,7 @@ LAYER = """
 """
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_default_layer_is_made_thread_safe_at_first_use(run_env):
     env = {k: v for k, v in run_env.items() if k != "NUMBA_THREADING_LAYER"}
     proc = _run(LAYER, env)

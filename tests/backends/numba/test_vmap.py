@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
 from subprocess_support import run_python
 
 SCRIPT = textwrap.dedent(
@@ -62,6 +63,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_every_vmap_method_equals_the_loop(run_env):
     out = run_python(code=SCRIPT, env=run_env, timeout=300)
     assert out.count("ok ") == 5

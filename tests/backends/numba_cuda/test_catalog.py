@@ -91,6 +91,7 @@ def test_catalog_scaled_add_kernel_flattens_any_shape():
     np.testing.assert_allclose(got, 3 * np.asarray(x))
 
 
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_catalog_registers_numba_cuda_for_gpu_without_importing_it(run_env):
     assert "numba_cuda" in scaled_add_p.available_backends("gpu")
     assert "numba_cuda" in csrmv_p.available_backends("gpu")
