@@ -192,18 +192,18 @@ class LoadMonitor:
         }
 
 
-def merge_loads(loads: list[dict[str, Any]]) -> dict[str, Any] | None:
+def merge_loads(loads: list[dict[str, Any] | None]) -> dict[str, Any] | None:
     """One load for consecutive runs: the first's start, the last's end, the other
     processes' CPU share weighted by each run's time."""
-    loads = [x for x in loads if isinstance(x, dict)]
-    if not loads:
+    known = [x for x in loads if isinstance(x, dict)]
+    if not known:
         return None
-    if len(loads) == 1:
-        return dict(loads[0])
-    first, last = loads[0], loads[-1]
+    if len(known) == 1:
+        return dict(known[0])
+    first, last = known[0], known[-1]
     timed = [
         (x["other_cpu_share"], x.get("seconds") or 0.0)
-        for x in loads
+        for x in known
         if x.get("other_cpu_share") is not None
     ]
     total = sum(s for _, s in timed)
@@ -215,7 +215,7 @@ def merge_loads(loads: list[dict[str, Any]]) -> dict[str, Any] | None:
         "other_running_after": last.get("other_running_after"),
         "other_cpu_share": share,
         "cores": first.get("cores"),
-        "seconds": round(sum(x.get("seconds") or 0.0 for x in loads), 3),
+        "seconds": round(sum(x.get("seconds") or 0.0 for x in known), 3),
     }
 
 

@@ -79,6 +79,7 @@ def compare_records(
                 where = "not timed in the old file"
             unmatched.append(f"{' / '.join(key)}: {where}")
             continue
+        assert a is not None and b is not None  # both timed: both present
         ratio = new_ms / old_ms
         spreads = [r.relative_iqr or 0.0 for r in (a, b)]
         matched.append(

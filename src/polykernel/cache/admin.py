@@ -230,7 +230,8 @@ def prune(max_bytes: int | None = None, max_age: float | None = None) -> int:
         >>> prune(10**12)
         0
     """
-    max_bytes = _limit("max_bytes", max_bytes, "int", (Integral,))
+    byte_limit = _limit("max_bytes", max_bytes, "int", (Integral,))
+    max_bytes = None if byte_limit is None else int(byte_limit)  # an int already
     max_age = _limit("max_age", max_age, "number of seconds", (Real,))
     root = config.cache_root()
     if not root.is_dir():

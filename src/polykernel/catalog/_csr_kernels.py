@@ -77,7 +77,7 @@ def numba_scatter_kernels(add_rows: Any) -> dict[bool, Any]:
     """
     import numba
 
-    add = numba.njit(add_rows)
+    add: Any = numba.njit(add_rows)  # a Numba dispatcher (untyped for pyright)
 
     def serial(data, indices, indptr, x, out):
         out[:] = 0

@@ -34,8 +34,10 @@ def register(sub: Any, common: Any) -> None:
     p = sub.add_parser(
         "tune",
         parents=[common],
-        help=__doc__.splitlines()[0],
-        description=__doc__.split("\n\n")[0],
+        help="measure which backend and launch parameters are fastest",
+        description="Measure which backend and launch parameters are fastest for "
+        "each case of the primitives' benchmark data (or --data), save the winners "
+        "to the tuned table, and manage that table.",
     )
     p.add_argument(
         "targets",

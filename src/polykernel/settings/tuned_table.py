@@ -155,7 +155,8 @@ class TunedEntry:
         strings = [raw[f] for f in ("platform", "device", "family", "signature")]
         if not all(isinstance(s, str) for s in strings):
             raise ValueError("platform, device, family and signature must be strings")
-        key = Key(primitive, *strings, tuple(bucket))
+        platform, device, family, signature = strings
+        key = Key(primitive, platform, device, family, signature, tuple(bucket))
         per = {str(b): Choice.from_json(c) for b, c in raw["per_backend"].items()}
         return cls(
             key,
@@ -224,7 +225,10 @@ def _parse(path: Path, text: str) -> dict[str, list[TunedEntry]]:
         _warn(path, "its 'entries' is not an object")
         return {}
     for name, entries in primitives.items():
-        for item in entries if isinstance(entries, list) else [None]:
+        if not isinstance(entries, list):
+            bad += 1  # one malformed "entry": the primitive's whole list
+            continue
+        for item in entries:
             try:
                 found.setdefault(name, []).append(
                     TunedEntry.from_json(name, item, str(path))
