@@ -3,16 +3,8 @@ set, and the GPU benchmark's cases (lower is better in both)."""
 
 from __future__ import annotations
 
+import results_data
 from hook_data import load_json, png_bytes
-from results_data import (
-    BENCH_CASES,
-    DATASETS,
-    backend_order,
-    by_primitive,
-    case_labels,
-    is_correct,
-    records_of,
-)
 
 
 def plot_demo() -> bytes:
@@ -21,10 +13,10 @@ def plot_demo() -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    datasets = list(DATASETS)
-    primitives = list(by_primitive(records_of("cpu")))
-    every = [r for d in datasets for r in records_of(d)]
-    backends = backend_order(every)
+    datasets = list(results_data.DATASETS)
+    primitives = list(results_data.by_primitive(results_data.records_of("cpu")))
+    every = [r for d in datasets for r in results_data.records_of(d)]
+    backends = results_data.backend_order(every)
     colors = {b: plt.get_cmap("tab10")(i % 10) for i, b in enumerate(backends)}
     # One row per primitive, one column per data set: fits the page's width.
     fig, axes = plt.subplots(
@@ -34,11 +26,13 @@ def plot_demo() -> bytes:
         squeeze=False,
     )
     for col, dataset in enumerate(datasets):
-        groups = by_primitive(records_of(dataset))
+        groups = results_data.by_primitive(results_data.records_of(dataset))
         for row, primitive in enumerate(primitives):
             ax = axes[row][col]
             records = groups.get(primitive, [])
-            ax.set_title(f"{primitive} — {DATASETS[dataset][2]}", fontsize=9)
+            ax.set_title(
+                f"{primitive} — {results_data.DATASETS[dataset][2]}", fontsize=9
+            )
             if not records:
                 ax.text(
                     0.5,
@@ -51,7 +45,10 @@ def plot_demo() -> bytes:
                 ax.set_xticks([])
                 ax.set_yticks([])
                 continue
-            cases, names = case_labels(records), backend_order(records)
+            cases, names = (
+                results_data.case_labels(records),
+                results_data.backend_order(records),
+            )
             width = 0.8 / len(names)
             for j, backend in enumerate(names):
                 for i, case in enumerate(cases):
@@ -65,7 +62,7 @@ def plot_demo() -> bytes:
                     )
                     if r is None or not r.get("median_ms"):
                         continue
-                    bad = not is_correct(r)
+                    bad = not results_data.is_correct(r)
                     x = i - 0.4 + width * (j + 0.5)
                     ax.bar(
                         x,
@@ -110,7 +107,9 @@ def plot_bench() -> bytes:
 
     data = load_json("gpu/bench_gpu.json")
     machine = load_json("gpu/machine.json")
-    cases = [c for c in BENCH_CASES if c in data] + sorted(set(data) - set(BENCH_CASES))
+    cases = [c for c in results_data.BENCH_CASES if c in data] + sorted(
+        set(data) - set(results_data.BENCH_CASES)
+    )
     # (title, y axis label, series (key, legend label))
     panels = [
         (
