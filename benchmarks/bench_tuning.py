@@ -95,7 +95,15 @@ def configs(primitive: str, indices: list[int]) -> list:
 
 def _op(primitive: str):
     from polykernel import catalog
+    from polykernel.settings import tuned_table
 
+    # The experiment tunes from nothing: the catalog's shipped table (measured on
+    # the benchmark data's shapes) would answer the held-out shapes otherwise.
+    with tuned_table._lock:
+        tuned_table._shipped[:] = [
+            (name, path) for name, path in tuned_table._shipped
+            if not (name or "").startswith("polykernel.catalog.")
+        ]  # fmt: skip
     return getattr(catalog, f"{primitive}_p")
 
 
