@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import BenchmarkTypeError
+from ..settings.host import host_cpu
 
 __all__ = [
     "LoadMonitor",
@@ -36,19 +37,6 @@ __all__ = [
 # measured: its times are marked as measured under load.
 BUSY_SHARE = 0.10
 _LIBRARIES = ("jax", "jaxlib", "numpy", "numba", "scipy")
-
-
-def _cpu_model() -> str:
-    """The CPU's model name from ``/proc/cpuinfo`` (Linux), else :mod:`platform`'s."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and value.strip():
-                    return value.strip()
-    except OSError:
-        pass
-    return _platform.processor() or _platform.machine()
 
 
 def _gpu_names() -> list[str]:
@@ -77,7 +65,7 @@ def machine_info() -> dict[str, Any]:
     from .._version import __version__, installed_version
 
     return {
-        "cpu": _cpu_model(),
+        "cpu": host_cpu().model,
         "cores": os.cpu_count(),
         "os": f"{_platform.system()} {_platform.release()} ({_platform.machine()})",
         "python": _platform.python_version(),

@@ -27,11 +27,9 @@ strings, None) form the *signature*; the shape *bucket* is, per input dimension,
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import os
-import platform as host
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TuningWarning
+from ..settings.host import host_cpu
 from ..settings.preferences import get_tuning_miss_warnings
 from ..settings.tuned_table import Key, TunedEntry, entries_for
 
@@ -99,28 +98,6 @@ class Dispatch:
 
 
 # -- the machine -----------------------------------------------------------------------
-@functools.cache
-def _cpu() -> tuple[str, str]:
-    """(model and core count, instruction-set family) of this host's CPU."""
-    model, flags = "", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                name, _, value = line.partition(":")
-                name = name.strip().lower()
-                if name == "model name" and not model:
-                    model = value.strip()
-                elif name in ("flags", "features") and not flags:
-                    flags = set(value.split())
-    except OSError:
-        pass
-    arch = host.machine() or "unknown"
-    model = model or host.processor() or arch
-    levels = ("avx512f", "avx2", "avx", "sve", "asimd", "neon")
-    level = next((f for f in levels if f in flags), "base")
-    return f"{model} ({os.cpu_count()} cores)", f"{arch}-{level}"
-
-
 def device_identity(platform: str) -> tuple[str, str]:
     """``(device kind, family)`` of the device a lowering for ``platform`` targets.
 
@@ -129,13 +106,13 @@ def device_identity(platform: str) -> tuple[str, str]:
 
     Example:
         >>> from polykernel.core.dispatch import device_identity
-        >>> from polykernel.core.dispatch import device_identity
         >>> device, family = device_identity("cpu")
         >>> "cores" in device
         True
     """
     if platform == "cpu":
-        return _cpu()
+        cpu = host_cpu()
+        return f"{cpu.model} ({os.cpu_count()} cores)", cpu.family
     import jax
 
     try:

@@ -5,6 +5,7 @@
   CUDA architecture);
 - :mod:`.tuned_defaults`: default backends persisted in ``defaults.json``;
 - :mod:`.cuda_arch`: CUDA architecture names;
+- :mod:`.host`: the host CPU's model and instruction-set family;
 - :mod:`.allocator`: the opt-in C allocator tuning.
 
 :mod:`polykernel.config` is the public face of these.

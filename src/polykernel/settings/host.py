@@ -1,0 +1,54 @@
+"""The host CPU: its model name and instruction-set family, read once per process.
+
+One reader of ``/proc/cpuinfo`` for the two places that name the CPU: the tuned
+table's key (:mod:`polykernel.core.dispatch`: a winner measured on one CPU model is
+reused as-is on that model, as a family match on the same instruction set) and the
+benchmark's machine header (:mod:`polykernel.benchmark.machine`).
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+from typing import NamedTuple
+
+__all__ = ["HostCpu", "host_cpu"]
+
+#: Instruction-set levels, best first: the family is the first one the CPU has.
+_LEVELS = ("avx512f", "avx2", "avx", "sve", "asimd", "neon")
+
+
+class HostCpu(NamedTuple):
+    """``model``: the model name (``platform``'s answer outside Linux);
+    ``family``: ``<architecture>-<best instruction-set level>``, e.g.
+    ``x86_64-avx512f``."""
+
+    model: str
+    family: str
+
+
+@functools.cache
+def host_cpu() -> HostCpu:
+    """This host's CPU (Linux reads ``/proc/cpuinfo``; elsewhere :mod:`platform`).
+
+    Example:
+        >>> from polykernel.settings.host import host_cpu
+        >>> cpu = host_cpu()
+        >>> isinstance(cpu.model, str) and "-" in cpu.family
+        True
+    """
+    model, flags = "", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                name, _, value = line.partition(":")
+                name = name.strip().lower()
+                if name == "model name" and not model:
+                    model = value.strip()
+                elif name in ("flags", "features") and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    arch = platform.machine() or "unknown"
+    level = next((f for f in _LEVELS if f in flags), "base")
+    return HostCpu(model or platform.processor() or arch, f"{arch}-{level}")
