@@ -80,13 +80,8 @@ class TuningMixin:
     ) -> tuple[Any, Dispatch]:
         """The kernel entry and decision of one lowering (or a dry run of one)."""
         entry, how = self._table.resolve_with_reason(platform, backend)
-        tunables = self.tunables(platform)
-        tuned_names = {n for spec in tunables.values() for n, _ in spec}
-        statics = {k: v for k, v in params.items() if k not in tuned_names}
-        key = dispatching.make_key(
-            self.name, platform, avals, outs, statics, self._bucketer
-        )
-        decision = dispatching.decide(key, entry.backend, how, tunables)
+        key = self._key_of(platform, avals, outs, params)
+        decision = dispatching.decide(key, entry.backend, how, self.tunables(platform))
         if decision.backend != entry.backend:
             entry = self._table.entry(platform, decision.backend)
         return entry, decision
@@ -198,6 +193,8 @@ class TuningMixin:
     def _key_of(
         self, platform: str, avals: Sequence[Any], outs: Any, statics: Mapping[str, Any]
     ) -> tuned_table.Key:
+        """The tuned-table key of a call: its launch parameters are not part of it
+        (they are what the entry decides)."""
         tuned_names = {n for s in self.tunables(platform).values() for n, _ in s}
         kept = {k: v for k, v in statics.items() if k not in tuned_names}
         return dispatching.make_key(
