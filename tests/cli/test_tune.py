@@ -14,8 +14,13 @@ MODULE = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, {support!r})
+    import numpy as np
+    import polykernel as pk
     from tuning_ops import make_op
     OP = make_op("cli_tune.double")
+
+    def cases(*, platform):  # --data: cases of the user's choosing
+        return [pk.BenchmarkConfig("mine n=64", (np.ones(64, np.float32),))]
     """
 )
 
@@ -74,14 +79,30 @@ def test_tune_then_show_report_export_and_clear(cli, tmp_path):
     assert cli("--show").stdout.rstrip().endswith("0 entries")
 
 
+@pytest.mark.slow  # over a second here (a subprocess)
+def test_report_on_cases_given_with_data(cli):
+    done = cli("--report", f"{cli.target}:double", "--data", f"{cli.target}:cases")
+    assert done.returncode == 0, done.stderr
+    assert "mine n=64: cli_tune.double on cpu:" in done.stdout
+    assert "[default]" in done.stdout  # nothing tuned in this config directory
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         ((), "give a TARGET (module, file.py or MODULE:NAME) to tune"),
         (("{target}:nope",), "no primitive named 'nope'"),
         (("no_such_module_xyz",), "cannot import module 'no_such_module_xyz'"),
+        (("--report", "{target}", "--data", "{target}"), "give MODULE:FUNCTION"),
+        (("--report", "{target}", "--data", "{target}:nope"), "no function 'nope'"),
     ],
-    ids=["no-target", "unknown-name", "missing-module"],
+    ids=[
+        "no-target",
+        "unknown-name",
+        "missing-module",
+        "data-no-function",
+        "data-unknown-function",
+    ],
 )
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_usage_errors_exit_2_with_one_line(cli, args, message):

@@ -99,23 +99,16 @@ def _primitives(text: str) -> list[Any]:
     """The primitives ``text`` names: every one its module registers, or ``NAME``."""
     module_text, _, name = text.rpartition(":") if ":" in text else (text, "", "")
     before = set(registry.get_all_primitive_names())
-    target = parse_target(module_text, "tune")
-    module = import_module(target)
-    mine = [
-        n
-        for n in registry.get_all_primitive_names()
-        if n not in before or _defined_in(n, module)
-    ]
-    if name:
-        mine = [
-            n
-            for n in registry.get_all_primitive_names()
-            if n == name or n.rsplit(".", 1)[-1] == name
-        ]
+    module = import_module(parse_target(module_text, "tune"))
+    names = registry.get_all_primitive_names()
+    if name:  # in full or by its last part
+        mine = [n for n in names if name in (n, n.rsplit(".", 1)[-1])]
         if not mine:
             raise CliUsageError(f"target {text!r}: no primitive named {name!r}")
-    if not mine:
-        raise CliUsageError(f"target {text!r}: defines no primitive")
+    else:  # registered by the import, or (imported before) defined in the module
+        mine = [n for n in names if n not in before or _defined_in(n, module)]
+        if not mine:
+            raise CliUsageError(f"target {text!r}: defines no primitive")
     return [registry.get_primitive(n) for n in mine]
 
 
@@ -124,12 +117,13 @@ def _defined_in(name: str, module: Any) -> bool:
 
 
 def _data_function(text: str) -> Any:
-    module_text, _, function = text.rpartition(":")
-    if not module_text or not function:
+    """``--data MODULE:FUNCTION`` (a module name or a ``.py`` file, as targets are)."""
+    target = parse_target(text, "--data", functions=True)
+    if target.function is None:
         raise CliUsageError(f"--data {text!r}: give MODULE:FUNCTION")
-    fn = getattr(import_module(parse_target(module_text, "--data")), function, None)
+    fn = getattr(import_module(target), target.function, None)
     if not callable(fn):
-        raise CliUsageError(f"--data {text!r}: no function {function!r}")
+        raise CliUsageError(f"--data {text!r}: no function {target.function!r}")
     return fn
 
 
