@@ -14,6 +14,8 @@ import polykernel as pk
 from polykernel.settings import tuned_table
 from polykernel.settings.tuned_table import Choice, Key, TunedEntry
 
+pytest_plugins = ("plugin_support",)  # the distribution fixture
+
 
 @pytest.fixture(autouse=True)
 def own_config_dir(tmp_path, monkeypatch):
@@ -118,7 +120,7 @@ ENTRY_POINT_READER = textwrap.dedent(
 
 
 def test_a_table_shipped_through_an_entry_point_is_found_and_a_broken_one_warns(
-    run_env, tmp_path
+    run_env, tmp_path, distribution
 ):
     """An installed distribution declares its table in ``polykernel.tuned_tables``
     (a callable returning the path); a broken entry point beside it is skipped
@@ -127,14 +129,11 @@ def test_a_table_shipped_through_an_entry_point_is_found_and_a_broken_one_warns(
     table = tmp_path / "lib" / "tuned.json"
     assert tuned_table.export_entries(table, ["table.ep"]) == 1
     tuned_table.clear_entries()
-    site = tmp_path / "site"
-    info = site / "pk_tables-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pk-tables\n"
-                                   "Version: 1.0\n")  # fmt: skip
-    (info / "entry_points.txt").write_text(
-        f"[{tuned_table.ENTRY_POINT_GROUP}]\n"
-        "broken = pk_no_such_module:table\nmylib = pk_lib_tables:table\n"
+    site = distribution(
+        tmp_path / "site",
+        ["broken = pk_no_such_module:table", "mylib = pk_lib_tables:table"],
+        [],
+        group=tuned_table.ENTRY_POINT_GROUP,
     )
     (site / "pk_lib_tables.py").write_text(f"def table():\n    return {str(table)!r}\n")
     env = {**run_env, "POLYKERNEL_CONFIG_DIR": str(tmp_path / "config"),

@@ -68,9 +68,15 @@ def distribution() -> Callable[[Path, list[str], list[str]], Path]:
     return install_distribution
 
 
-def install_distribution(site: Path, lines: list[str], modules: list[str]) -> Path:
+def install_distribution(
+    site: Path,
+    lines: list[str],
+    modules: list[str],
+    group: str = backends.ENTRY_POINT_GROUP,
+) -> Path:
     """A distribution ``pk-test-plugins`` in ``site`` (put it on ``PYTHONPATH``),
-    declaring ``lines`` in the group, with copies of ``tests/<module>.py``."""
+    declaring ``lines`` in ``group`` (the backends' by default), with copies of
+    ``tests/support/<module>.py``."""
     info = site / "pk_test_plugins-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(
@@ -78,7 +84,7 @@ def install_distribution(site: Path, lines: list[str], modules: list[str]) -> Pa
     )
     body = "\n".join(lines)
     (info / "entry_points.txt").write_text(
-        f"[{backends.ENTRY_POINT_GROUP}]\n{textwrap.dedent(body)}\n"
+        f"[{group}]\n{textwrap.dedent(body)}\n"
     )
     for module in modules:
         (site / f"{module}.py").write_text((HERE / f"{module}.py").read_text())
