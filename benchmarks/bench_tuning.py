@@ -4,14 +4,19 @@ For the catalog's ``scaled_add`` and ``csrmv`` on the CPU, over 20 shapes spanni
 10^2 … 10^6 elements (``scaled_add``) or rows (``csrmv``, 100 … 1 stored entries per
 row, so 10^4 … 10^6 in all):
 
-1. **tune** (a fresh process): ``op.tune()`` on 12 of the shapes, every usable
-   backend and launch parameter, the winners saved to a private tuned table;
-2. **measure** (another fresh process, reading that table): every candidate timed
-   again on all 20 shapes (interleaved, the harness's adaptive rounds), and for
-   each shape the candidate dispatch picks (``op.dispatch``: ``exact`` on the 12
-   tuned shapes, ``nearest`` on the 8 held out) compared with the fastest;
+1. **tune** (a fresh process per primitive): ``op.tune()`` on 12 of the shapes,
+   every usable backend and launch parameter, the winners saved to a private tuned
+   table;
+2. **measure** (another fresh process per primitive, reading that table): every
+   candidate timed again on all 20 shapes, as the tuner times (interleaved rounds,
+   two passes; see ``polykernel.tuning.timing``), and for each shape the candidate
+   dispatch picks (``op.dispatch``: ``exact`` on the 12 tuned shapes, ``nearest``
+   on the 8 held out) compared with the fastest. The comparison is the pick's time
+   over the fastest's taken round by round (``polykernel.benchmark.paired``), and
+   "its own spread" is the spread of that ratio;
 3. **per call**: a tuned call under ``jit`` (chained, 200 calls in one
-   ``fori_loop``) against the same backend and parameters chosen explicitly.
+   ``fori_loop``) against the same backend and parameters chosen explicitly, 31
+   alternating pairs, compared pair by pair.
 
 Targets (issue 28): dispatch's pick within 5% of the fastest candidate (or within
 that candidate's own spread, if larger) on >= 90% of the tuned shapes and within
@@ -107,10 +112,10 @@ def _op(primitive: str):
     return getattr(catalog, f"{primitive}_p")
 
 
-def phase_tune(quick: bool) -> dict:
+def phase_tune(quick: bool, names: list[str]) -> dict:
     tuned = [i for i in range(N_SHAPES) if i not in HELD_OUT]
     out = {}
-    for name in PRIMITIVES:
+    for name in names:
         op = _op(name)
         report = op.tune(
             platform="cpu",
@@ -119,6 +124,12 @@ def phase_tune(quick: bool) -> dict:
             case_seconds=0.5 if quick else 1.5,
         )
         out[name] = report.winners()
+        out[f"{name} ratios"] = {
+            c.label: {
+                m.candidate.label: m.ratio for m in c.measured if m.status == "ok"
+            }
+            for c in report.cases
+        }
     return out
 
 
@@ -154,24 +165,29 @@ def _per_call(op, cfg, decision) -> dict:
     x = ins[first]
     for f in fns.values():
         jax.block_until_ready(f(x))
-    for _ in range(15):
-        for k, f in fns.items():
+    for rep in range(31):  # alternating, each pair in both orders
+        for k in sorted(fns, reverse=rep % 2 == 1):
             t0 = time.perf_counter()
-            jax.block_until_ready(f(x))
+            jax.block_until_ready(fns[k](x))
             times[k].append((time.perf_counter() - t0) / 200)
     import statistics
 
+    from polykernel.benchmark.paired import ratio_to
+
     med = {k: statistics.median(v) for k, v in times.items()}
+    ratio, spread = ratio_to(times, "tuned", "explicit")
     return {
         "tuned_us": med["tuned"] * 1e6,
         "explicit_us": med["explicit"] * 1e6,
-        "ratio": med["tuned"] / med["explicit"],
+        # pair by pair (benchmark.paired): the machine's speed steps cancel
+        "ratio": ratio,
+        "ratio_spread": spread,
     }
 
 
-def phase_measure(quick: bool) -> dict:
+def phase_measure(quick: bool, names: list[str]) -> dict:
     results = {}
-    for name in PRIMITIVES:
+    for name in names:
         op = _op(name)
         all_cfgs = configs(name, list(range(N_SHAPES)))
         report = op.tune(
@@ -191,7 +207,7 @@ def phase_measure(quick: bool) -> dict:
                 **_statics(name, cfg),
             )
             pick = _label(decision.backend, decision.params)
-            fastest = min(timed.values(), key=lambda m: m.median_s)
+            fastest = min(timed.values(), key=lambda m: m.ratio)
             default = _label(
                 op.get_default("cpu"),
                 {n: v[0] for n, v in op.tunables("cpu")[op.get_default("cpu")]},
@@ -207,10 +223,14 @@ def phase_measure(quick: bool) -> dict:
                     "fastest": fastest.candidate.label,
                     "fastest_s": fastest.median_s,
                     "pick_s": chosen.median_s if chosen else None,
-                    "pick_spread": chosen.spread if chosen else None,
+                    # the pick's time over the fastest's, round by round, and the
+                    # spread of that ratio (benchmark.paired)
+                    "pick_ratio": chosen.ratio if chosen else None,
+                    "pick_spread": chosen.ratio_spread if chosen else None,
                     "default": default,
-                    "default_s": timed[default].median_s if default in timed else None,
+                    "default_ratio": timed[default].ratio if default in timed else None,
                     "candidates": {k: m.median_s for k, m in timed.items()},
+                    "ratios": {k: m.ratio for k, m in timed.items()},
                 }
             )
         middle = all_cfgs[len(all_cfgs) // 2]
@@ -269,14 +289,8 @@ def summarize(measured: dict) -> dict:
             allowed = max(
                 0.05 if not row["held_out"] else 0.15, row["pick_spread"] or 0.0
             )
-            row["pick_ratio"] = (
-                (row["pick_s"] / row["fastest_s"]) if row["pick_s"] else None
-            )
             row["ok"] = (
                 row["pick_ratio"] is not None and row["pick_ratio"] <= 1 + allowed
-            )
-            row["default_ratio"] = (
-                (row["default_s"] / row["fastest_s"]) if row["default_s"] else None
             )
         tuned = [r for r in rows if not r["held_out"]]
         held = [r for r in rows if r["held_out"]]
@@ -314,6 +328,7 @@ def _print(measured: dict, summary: dict) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--phase", choices=["tune", "measure"], help=argparse.SUPPRESS)
+    parser.add_argument("--primitive", choices=PRIMITIVES, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="shorter timing budgets")
     parser.add_argument("--json", help="write the full results here")
     parser.add_argument("--docs", help="write the docs' data file here")
@@ -321,28 +336,36 @@ def main() -> int:
     if args.phase:
         sys.path.insert(0, str(HERE.parent / "src"))
         fn = phase_tune if args.phase == "tune" else phase_measure
-        print("RESULT " + json.dumps(fn(args.quick)))
+        print("RESULT " + json.dumps(fn(args.quick, [args.primitive])))
         return 0
     run_dir = Path(tempfile.mkdtemp(prefix="polykernel-bench-tuning-"))
     env = _environment(run_dir)
-    outputs = {}
-    for phase in ("tune", "measure"):
-        cmd = [sys.executable, __file__, "--phase", phase] + (
-            ["--quick"] if args.quick else []
-        )
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-        if proc.returncode:
-            print(proc.stdout[-3000:], proc.stderr[-6000:], file=sys.stderr)
-            return 1
-        line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-        outputs[phase] = json.loads(line[len("RESULT ") :])
+    outputs: dict[str, dict] = {"tune": {}, "measure": {}}
+    # One fresh process per phase and primitive, as a user's `polykernel tune` and
+    # a later program are: what one primitive's timing leaves in a process (thread
+    # pools started from other threads, say) never reaches the other's.
+    for name in PRIMITIVES:
+        for phase in ("tune", "measure"):
+            cmd = [sys.executable, __file__, "--phase", phase, "--primitive", name]
+            cmd += ["--quick"] if args.quick else []
+            proc = subprocess.run(
+                cmd, env=env, capture_output=True, text=True, check=False
+            )
+            if proc.returncode:
+                print(proc.stdout[-3000:], proc.stderr[-6000:], file=sys.stderr)
+                return 1
+            line = next(
+                ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")
+            )
+            outputs[phase].update(json.loads(line[len("RESULT ") :]))
     summary = summarize(outputs["measure"])
     _print(outputs["measure"], summary)
     from polykernel.benchmark.machine import machine_info
 
     document = {
         "machine": machine_info(),
-        "tuned_winners": outputs["tune"],
+        "tuned_winners": {n: outputs["tune"][n] for n in PRIMITIVES},
+        "tuned_ratios": {n: outputs["tune"][f"{n} ratios"] for n in PRIMITIVES},
         "measured": outputs["measure"],
         "summary": summary,
         "held_out": list(HELD_OUT),

@@ -164,8 +164,7 @@ def tuned_dispatch(settings: Settings, width: int = TABLE_WIDTH) -> str:
             for m in tuned.measured
             if m.candidate.backend == op.get_default("cpu") and m.status == "ok"
         )
-        winner = tuned.winner
-        gain = (default.median_s or 0) / (winner.median_s or 1) if winner else 1.0
+        gain = default.ratio  # relative to the winner, round by round
         line = (
             f"{case.label}: {decision.backend}{_params(decision.params)} "
             f"[{decision.reason}]; the fixed default "

@@ -1,4 +1,5 @@
-"""Interleaved, adaptive timing (issue 29): rotation, stopping rules, noisy in words.
+"""Interleaved, adaptive timing (issues 28, 29): balanced orders, stopping rules,
+noisy in words.
 
 Every timing here runs on a scripted clock: each call advances it by the time the
 test gives that backend's call, so spreads and budgets are exact.
@@ -7,6 +8,7 @@ test gives that backend's call, so spreads and budgets are exact.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 import pytest
 
@@ -44,11 +46,38 @@ def test_backends_are_interleaved_in_a_rotating_order():
     clock = Clock()
     calls = {n: clock.call(n, itertools.repeat(1.0)) for n in ("a", "b", "c")}
     s = sample(clock, calls, StopRule(n_runs=3))
-    # One interval of every backend per round, each round starting one further on:
-    # no backend is always first (or always right after the same one).
-    assert clock.log == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    # One interval of every backend per round, each round in another order.
+    assert clock.log == ["a", "b", "c", "c", "b", "a", "b", "c", "a"]
     assert s.stopped_by == "runs" and s.errors == {}
     assert s.times_s == {n: [pytest.approx(1e-3)] * 3 for n in "abc"}
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 7, 8])
+def test_over_a_cycle_every_backend_follows_every_other_equally_often(n):
+    """The orders are a balanced Latin square: no backend always runs right after
+    the same one (and inherits its threads still spinning), none is always first."""
+    names = [chr(ord("a") + i) for i in range(n)]
+    clock = Clock()
+    calls = {name: clock.call(name, itertools.repeat(1.0)) for name in names}
+    cycle = n if n % 2 == 0 else 2 * n
+    sample(clock, calls, StopRule(n_runs=cycle))
+    rounds = [clock.log[i : i + n] for i in range(0, len(clock.log), n)]
+    assert all(sorted(r) == names for r in rounds)
+    firsts = Counter(r[0] for r in rounds)
+    follows = Counter((r[i], r[i + 1]) for r in rounds for i in range(n - 1))
+    assert set(firsts.values()) == {cycle // n}
+    assert len(follows) == n * (n - 1) and len(set(follows.values())) == 1
+
+
+def test_batch_and_settling_calls_may_be_given_per_backend():
+    clock = Clock()
+    calls = {n: clock.call(n, itertools.repeat(1.0)) for n in ("a", "b")}
+    s = sample(
+        clock, calls, StopRule(n_runs=2), n_batch_per_run={"a": 3}, n_settle={"b": 2}
+    )
+    # a: 3 timed calls, no settling; b: 2 settling calls, 1 timed (the defaults)
+    assert Counter(clock.log) == {"a": 2 * 3, "b": 2 * (2 + 1)}
+    assert s.times_s == {n: [pytest.approx(1e-3)] * 2 for n in "ab"}
 
 
 def test_a_fixed_count_ignores_the_spread():

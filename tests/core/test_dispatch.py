@@ -356,3 +356,61 @@ def test_explain_dispatch_traces_without_running():
     assert (d.backend, dict(d.params), d.reason) == ("numba", {"block": 2}, "exact")
     assert seen == []  # nothing lowered or run
     assert str(d).startswith("dispatch.explain on cpu: numba(block=2) [exact]")
+
+
+def _measured(name, bucket, ratios: dict) -> TunedEntry:
+    """An entry whose candidates ``{(backend, block): ratio}`` were all measured ok;
+    the winner is the one with ratio 1."""
+    here_device, here_family = device_identity("cpu")
+    key = Key(name, "cpu", here_device, here_family, _signature(), bucket)
+    candidates = tuple(
+        {
+            "backend": b,
+            "params": {} if block is None else {"block": block},
+            "status": "ok",
+            "median_s": 1e-5 * r,
+            "spread": 0.01,
+            "ratio": r,
+        }
+        for (b, block), r in ratios.items()
+    )
+    (winner,) = [c for c in candidates if c["ratio"] == 1.0]
+    best = Choice.from_json(winner)
+    return TunedEntry(key, best, {best.backend: best}, candidates)
+
+
+def test_between_two_tuned_buckets_the_candidate_fast_on_both_sides_wins():
+    name = "dispatch.between"
+    op = make(name)
+    tuned_table.record_entries(
+        [
+            # below: jax_raw wins, numba(block=4) close; above: jax_raw collapses
+            _measured(name, (9,), {("jax_raw", None): 1.0, ("numba", 4): 1.08,
+                                   ("numba", 1): 1.5}),
+            _measured(name, (11,), {("jax_raw", None): 1.9, ("numba", 4): 1.0,
+                                    ("numba", 1): 1.2}),
+        ]
+    )  # fmt: skip
+    d = op.dispatch(spec(1000), outs=spec(1000), platform="cpu")  # bucket 10
+    assert (d.backend, dict(d.params), d.reason) == ("numba", {"block": 4}, "nearest")
+    # on the tuned buckets themselves, their own winners
+    below = op.dispatch(spec(500), outs=spec(500), platform="cpu")
+    above = op.dispatch(spec(2000), outs=spec(2000), platform="cpu")
+    assert (below.backend, below.reason) == ("jax_raw", "exact")
+    assert (above.backend, dict(above.params)) == ("numba", {"block": 4})
+    # nearer to one side: that side's winner, as before
+    one_side = op.dispatch(spec(2**14), outs=spec(2**14), platform="cpu")
+    assert (one_side.backend, dict(one_side.params)) == ("numba", {"block": 4})
+
+
+def test_between_buckets_without_a_shared_candidate_the_first_entry_wins():
+    name = "dispatch.between_disjoint"
+    op = make(name)
+    tuned_table.record_entries(
+        [
+            _measured(name, (9,), {("jax_raw", None): 1.0}),
+            _measured(name, (11,), {("numba", 2): 1.0}),
+        ]
+    )
+    d = op.dispatch(spec(1000), outs=spec(1000), platform="cpu")
+    assert (d.backend, d.reason) == ("jax_raw", "nearest")

@@ -7,6 +7,8 @@ into its input never touches the caller's arrays, and the budget says what it cu
 
 from __future__ import annotations
 
+import re
+
 import jax
 import numpy as np
 import pytest
@@ -126,6 +128,41 @@ def test_the_budget_bounds_the_search_and_the_report_says_what_was_cut():
     assert out_of_time.cases == []
     assert [c.split(":")[0] for c in out_of_time.cut] == ["cpu n=100", "cpu n=200"]
     assert "cut by the budget: 2" in out_of_time.table()
+
+
+def test_passes_time_every_case_again_and_the_budget_cuts_later_passes():
+    op = make_op("tune.passes")
+    report = op.tune(
+        platform="cpu", configs=configs((100, 200)), passes=3, save=False, **FAST
+    )
+    assert report.passes == 3 and report.to_json()["passes"] == 3
+    assert report.cut == [] and all(c.winner for c in report.cases)
+    assert all(m.ratio >= 1.0 for c in report.cases for m in c.measured)
+    short = op.tune(
+        platform="cpu",
+        configs=configs((100, 200)),
+        passes=50,
+        max_seconds=2.0,
+        case_seconds=0.05,
+        save=False,
+    )
+    # every case keeps its first pass (and so a winner); the later ones are cut
+    assert all(c.winner for c in short.cases)
+    assert [c.split(":")[0] for c in short.cut] == ["cpu n=100", "cpu n=200"]
+    assert all(c.endswith("of 50 passes not run (max_seconds)") for c in short.cut)
+
+
+@pytest.mark.parametrize("passes", [0, -1, 1.5, True, "2"])
+def test_passes_must_be_a_positive_integer(passes, request):
+    op = make_op(f"tune.bad_passes.{request.node.callspec.id}")
+    with pytest.raises(
+        pk.TuningError,
+        match=re.escape(
+            f"XLACustomKernel '{op.name}'.tune(): passes must be an integer >= 1 "
+            f"(how many times every case is timed), got {passes!r}."
+        ),
+    ):
+        op.tune(platform="cpu", configs=configs((10,)), passes=passes, **FAST)
 
 
 def test_not_saving_leaves_the_table_alone_and_tables_fit_100_columns():

@@ -333,7 +333,8 @@ def run_benchmark(
     primitives announces the total of the whole run once).
 
     How long each case is timed: the backends of a config are timed together,
-    interleaved (one interval of each per round, in a rotating order), for
+    interleaved (one interval of each per round, in an order balanced over
+    rounds), for
     ``n_runs`` rounds. With ``target_spread`` (a bound on IQR / median, e.g.
     ``0.05``) each backend is first warmed up for at least 0.2 s, and rounds go
     on until the last ``n_runs`` of them are steady — every

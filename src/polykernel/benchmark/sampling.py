@@ -1,9 +1,13 @@
 """Interleaved, adaptive timing of several backends on one case.
 
 The backends of a case are timed in rounds: each round times one interval of every
-backend, in an order that rotates from round to round, so a burst of load from
+backend, in an order that changes from round to round, so a burst of load from
 another process (or a CPU frequency change) falls on all of them alike instead of on
-whichever happened to run then. The first ``n_runs`` rounds always run.
+whichever happened to run then. The orders are the rows of a balanced (Williams)
+Latin square: over a cycle of rounds every backend runs first equally often and
+runs right after every other backend equally often, so none always inherits the
+same neighbour's aftermath (a parallel kernel's thread pool still spinning on the
+cores, its data in the caches). The first ``n_runs`` rounds always run.
 
 With a :class:`StopRule` ``target_spread``, the statistics come from a *window* of
 the last ``n_runs`` rounds, and rounds go on until that window is steady: every
@@ -26,7 +30,7 @@ on it says the distribution itself is tight.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,8 +117,19 @@ class Sampled:
 
 
 def _order(names: list[str], round_index: int) -> list[str]:
-    k = round_index % len(names)
-    return names[k:] + names[:k]
+    """The order of round ``round_index``: a row of the Williams design for
+    ``len(names)`` (rows ``0, 1, n-1, 2, n-2, ...`` shifted by the row number; for
+    an odd count each row is followed by its reverse, as the design needs to
+    balance)."""
+    n = len(names)
+    if n < 3:
+        return names[round_index % n :] + names[: round_index % n] if n else []
+    cycle = n if n % 2 == 0 else 2 * n
+    k = round_index % cycle
+    row = k if n % 2 == 0 else k // 2
+    base = [0] + [(j + 1) // 2 if j % 2 else n - j // 2 for j in range(1, n)]
+    order = [names[(b + row) % n] for b in base]
+    return order[::-1] if n % 2 and k % 2 else order
 
 
 def _worst_spread(times: dict[str, list[float]], start: int, stop: int) -> float:
@@ -132,13 +147,14 @@ def sample_interleaved(
     calls: dict[str, Callable[[], Any]],
     rule: StopRule,
     *,
-    n_batch_per_run: int = 1,
+    n_batch_per_run: int | Mapping[str, int] = 1,
     clock: Callable[[], float],
     block: Callable[[Any], Any],
     catch_errors: bool = True,
-    n_settle: int = 0,
+    n_settle: int | Mapping[str, int] = 0,
 ) -> Sampled:
-    """Time ``calls`` (name -> zero-argument call) in rotating rounds under ``rule``.
+    """Time ``calls`` (name -> zero-argument call) in rounds under ``rule``,
+    each in its own order (see the module's docstring).
 
     Each interval issues ``n_batch_per_run`` calls back to back and blocks once; the
     recorded time is the interval divided by ``n_batch_per_run``. With ``n_settle``,
@@ -159,6 +175,8 @@ def sample_interleaved(
         ([3, 3], 'runs')
     """
     live = list(calls)
+    batch = _per_name(n_batch_per_run, live, missing=1)
+    settle = _per_name(n_settle, live, missing=0)
     times: dict[str, list[float]] = {name: [] for name in live}
     errors: dict[str, BaseException] = {}
     start = clock() if rule.adaptive and live else 0.0
@@ -168,12 +186,12 @@ def sample_interleaved(
         for name in _order(live, rounds):
             fn = calls[name]
             try:
-                for _ in range(n_settle):
+                for _ in range(settle[name]):
                     block(fn())
                 t0 = clock()
-                outs = [fn() for _ in range(n_batch_per_run)]
+                outs = [fn() for _ in range(batch[name])]
                 block(outs)
-                times[name].append((clock() - t0) / n_batch_per_run)
+                times[name].append((clock() - t0) / batch[name])
             except Exception as err:
                 if not catch_errors:
                     raise
@@ -206,6 +224,16 @@ def sample_interleaved(
         first, size = _steadiest_stretch(times, rounds, window)
     kept = {name: samples[first : first + size] for name, samples in times.items()}
     return Sampled(kept, stopped_by, errors, rounds)
+
+
+def _per_name(
+    count: int | Mapping[str, int], names: list[str], *, missing: int
+) -> dict[str, int]:
+    """One count for every backend, or a count per backend (``missing`` for one the
+    mapping leaves out)."""
+    if isinstance(count, Mapping):
+        return {n: int(count.get(n, missing)) for n in names}
+    return dict.fromkeys(names, int(count))
 
 
 def _steadiest_stretch(

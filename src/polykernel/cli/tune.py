@@ -68,6 +68,13 @@ def register(sub: Any, common: Any) -> None:
     p.add_argument("--backends", type=csv_list, default=None, metavar="A,B")
     p.add_argument("--max-seconds", type=float, default=120.0, metavar="S")
     p.add_argument("--max-candidates", type=pos_int, default=None, metavar="N")
+    p.add_argument(
+        "--passes",
+        type=pos_int,
+        default=2,
+        metavar="N",
+        help="time every case N times, each pass after all the others (default: 2)",
+    )
     p.add_argument("--no-save", action="store_true", help="measure, do not record")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     p.set_defaults(handler=run)
@@ -142,6 +149,7 @@ def _tune(primitives: list[Any], args: Any, data: Any) -> int:
                 backends=args.backends,
                 max_seconds=args.max_seconds,
                 max_candidates=args.max_candidates,
+                passes=args.passes,
                 save=not args.no_save,
             )
         except (Exception, SystemExit) as err:  # reported; the others go on

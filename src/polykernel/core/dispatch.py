@@ -6,7 +6,8 @@ does not name its backend looks its key up in the tuned tables
 
 1. the same device kind (CPU model and core count, GPU name) and the exact shape
    bucket (``exact``), else the nearest tuned bucket on that device kind
-   (``nearest``);
+   (``nearest``; a bucket halfway between tuned ones gets the candidate closest to
+   the best on both sides);
 2. else the same family — CPU instruction set, GPU compute capability — exact
    bucket, else nearest (``family``);
 3. else today's default (``default``: the persisted ``--save-defaults`` choice or
@@ -40,7 +41,7 @@ import numpy as np
 from ..errors import TuningWarning
 from ..settings.host import host_cpu
 from ..settings.preferences import get_tuning_miss_warnings
-from ..settings.tuned_table import Key, TunedEntry, entries_for
+from ..settings.tuned_table import Choice, Key, TunedEntry, entries_for
 
 __all__ = [
     "Dispatch",
@@ -173,14 +174,60 @@ def _distance(a: Sequence[int], b: Sequence[int]) -> int:
     return sum(abs(x - y) for x, y in zip(a, b, strict=True))
 
 
-def _nearest(entries: list[TunedEntry], key: Key) -> tuple[TunedEntry, bool] | None:
-    """The entry of ``entries`` with ``key``'s bucket, else the nearest one (the
-    earlier entry — the user's table before shipped ones — on a tie)."""
+def _nearest(
+    entries: list[TunedEntry], key: Key, usable: Callable[[str], bool]
+) -> tuple[TunedEntry, bool] | None:
+    """The entry of ``entries`` with ``key``'s bucket, else the nearest one; when
+    several are equally near (the bucket lies between tuned ones), the candidate
+    closest to the best in all of them (:func:`_between`)."""
     fitting = [e for e in entries if len(e.key.bucket) == len(key.bucket)]
     if not fitting:
         return None
-    best = min(fitting, key=lambda e: _distance(e.key.bucket, key.bucket))
-    return best, best.key.bucket == key.bucket
+    least = min(_distance(e.key.bucket, key.bucket) for e in fitting)
+    tied = [e for e in fitting if _distance(e.key.bucket, key.bucket) == least]
+    if least == 0 or len(tied) == 1:
+        return tied[0], least == 0
+    return _between(tied, usable), False
+
+
+def _ratios(entry: TunedEntry) -> dict[tuple[str, tuple], tuple[float, Choice]]:
+    """``(backend, params) -> (time relative to the entry's fastest, choice)`` for
+    every candidate the entry measured correct (a table without ratios: from the
+    medians)."""
+    ok = [
+        c
+        for c in entry.candidates
+        if c.get("status") == "ok" and isinstance(c.get("median_s"), int | float)
+    ]
+    fastest = min((float(c["median_s"]) for c in ok), default=0.0)
+    found = {}
+    for c in ok:
+        choice = Choice.from_json(c)
+        ratio = c.get("ratio")
+        if not isinstance(ratio, int | float):
+            ratio = choice.median_s / fastest if fastest > 0 else 1.0
+        found[(choice.backend, choice.params)] = (float(ratio), choice)
+    return found
+
+
+def _between(tied: list[TunedEntry], usable: Callable[[str], bool]) -> TunedEntry:
+    """For a bucket between tuned ones: the candidate every one of them measured
+    correct whose worst ratio to their fastest is the smallest — the one that is
+    fast on both sides, not the winner of one side (the first entry, the user's
+    table before shipped ones, when they share no candidate)."""
+    measured = [_ratios(e) for e in tied]
+    common = set.intersection(*(set(m) for m in measured))
+    ranked = sorted(
+        (max(m[c][0] for m in measured), i, c)
+        for i, c in enumerate(sorted(common, key=repr))
+        if usable(c[0])
+    )
+    if not ranked:
+        return tied[0]
+    candidate = ranked[0][2]
+    if candidate == (tied[0].best.backend, tuple(sorted(tied[0].best.params))):
+        return tied[0]
+    return dataclasses.replace(tied[0], best=measured[0][candidate][1])
 
 
 def lookup(key: Key, usable: Callable[[str], bool]) -> tuple[TunedEntry, str] | None:
@@ -193,10 +240,10 @@ def lookup(key: Key, usable: Callable[[str], bool]) -> tuple[TunedEntry, str] | 
         and e.key.signature == key.signature
         and usable(e.best.backend)
     ]
-    found = _nearest([e for e in same if e.key.device == key.device], key)
+    found = _nearest([e for e in same if e.key.device == key.device], key, usable)
     if found is not None:
         return found[0], "exact" if found[1] else "nearest"
-    found = _nearest([e for e in same if e.key.family == key.family], key)
+    found = _nearest([e for e in same if e.key.family == key.family], key, usable)
     if found is not None:
         return found[0], "family"
     return None

@@ -139,6 +139,7 @@ class TuningMixin:
         atol: float | None = None,
         target_spread: float = 0.05,
         case_seconds: float = 2.0,
+        passes: int = 2,
     ) -> Any:
         """Time every (backend, launch parameters) on each case; keep the fastest.
 
@@ -164,7 +165,10 @@ class TuningMixin:
             atol: the absolute tolerance (default: the per-dtype one).
             target_spread: timing stops once every candidate's IQR / median is
                 below this (or ``case_seconds`` is spent).
-            case_seconds: timing budget of one case.
+            case_seconds: timing budget of one case in one pass.
+            passes: how many times every case is timed, each pass after all the
+                cases had the previous one, so a choice holds across the states
+                a shared machine passes through (see ``polykernel.tuning.timing``).
 
         Returns:
             A :class:`~polykernel.tuning.report.TuneReport`.
@@ -187,6 +191,7 @@ class TuningMixin:
             atol=atol,
             target_spread=target_spread,
             case_seconds=case_seconds,
+            passes=passes,
             key_of=self._key_of,
         )
 

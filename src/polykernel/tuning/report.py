@@ -31,6 +31,10 @@ class Measured:
     spread: float | None = None
     detail: str = ""
     chosen: bool = False
+    #: Time relative to the case's fastest candidate, round by round (median), and
+    #: the spread of that ratio (IQR / median): see ``benchmark.paired``.
+    ratio: float = 1.0
+    ratio_spread: float = 0.0
 
     def choice(self) -> Choice:
         return Choice(
@@ -49,6 +53,8 @@ class Measured:
             "spread": self.spread,
             "detail": self.detail,
             "chosen": self.chosen,
+            "ratio": self.ratio if self.status == "ok" else None,
+            "ratio_spread": self.ratio_spread if self.status == "ok" else None,
         }
 
 
@@ -73,13 +79,15 @@ class TunedCase:
 @dataclasses.dataclass
 class TuneReport:
     """The result of ``op.tune()``: the cases, what the budget cut, where the
-    winners were saved (None: not saved) and the machine."""
+    winners were saved (None: not saved), the machine and how many passes timed
+    each case."""
 
     primitive: str
     cases: list[TunedCase] = dataclasses.field(default_factory=list)
     cut: list[str] = dataclasses.field(default_factory=list)
     saved_to: Path | None = None
     machine: dict[str, Any] = dataclasses.field(default_factory=dict)
+    passes: int = 1
 
     @property
     def entries(self) -> list[TunedEntry]:
@@ -104,11 +112,10 @@ class TuneReport:
             )
             ok = sorted(
                 (m for m in case.measured if m.status == "ok"),
-                key=lambda m: m.median_s or 0.0,
+                key=lambda m: m.ratio,
             )
-            fastest = ok[0].median_s if ok else None
             for m in ok + [m for m in case.measured if m.status != "ok"]:
-                lines.append(_row(m, fastest))
+                lines.append(_row(m))
         if self.cut:
             lines.append(f"cut by the budget: {len(self.cut)}")
             lines += [_fit(f"  {c}") for c in self.cut]
@@ -123,6 +130,7 @@ class TuneReport:
         return {
             "primitive": self.primitive,
             "machine": self.machine,
+            "passes": self.passes,
             "cut": self.cut,
             "saved_to": str(self.saved_to) if self.saved_to else None,
             "cases": [
@@ -151,13 +159,13 @@ def _fit(text: str) -> str:
     return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
 
 
-def _row(m: Measured, fastest: float | None) -> str:
+def _row(m: Measured) -> str:
     mark = "*" if m.chosen else " "
     if m.status == "ok" and m.median_s is not None:
-        ratio = f"{m.median_s / fastest:5.2f}x" if fastest else ""
         text = (
             f" {mark} {m.candidate.label:<44} {m.median_s * 1e3:10.4f} ms "
-            f"±{(m.spread or 0) * 100:4.1f}% {ratio}"
+            f"±{(m.spread or 0) * 100:4.1f}% {m.ratio:5.2f}x "
+            f"±{m.ratio_spread * 100:.0f}%"
         )
     else:
         text = f"   {m.candidate.label:<44} {m.status}: {m.detail}"

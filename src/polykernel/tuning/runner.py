@@ -12,8 +12,11 @@ user's), on each platform present:
    tolerance: a candidate that differs is recorded as ``mismatch`` and can never
    be chosen; one that fails to build or run is recorded with its error;
 3. the others are timed with the benchmark harness's interleaved, adaptive rounds
-   (:func:`polykernel.benchmark.sampling.sample_interleaved`), and the fastest
-   median wins; each backend's fastest is kept too.
+   (:func:`polykernel.benchmark.sampling.sample_interleaved`), in ``passes`` passes
+   over all the cases, as :mod:`.timing` describes: the winner is the candidate
+   with the smallest time relative to the fastest, round by round and pass by
+   pass, and every candidate's ratio to it is recorded; each backend's fastest is
+   kept too.
 
 Tuning never runs inside a traced program (``jit``, ``vmap``, ``grad``: refused by
 :mod:`.session`). A budget (``max_seconds`` over the
@@ -31,12 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from ..benchmark.sampling import StopRule, sample_interleaved
+from ..benchmark.sampling import StopRule
 from ..benchmark.tolerance import compare_outputs, tolerance_for
 from ..settings.tuned_table import Choice, Key, TunedEntry
 from .candidates import Candidate, Tunables, enumerate_candidates
 from .capture import BoundCall, bound_calls
 from .report import Measured, TunedCase, TuneReport
+from .timing import OUT_OF_RACE, PassTimes, combine_passes, time_pass
 
 __all__ = ["TuneOptions", "tune_platform"]
 
@@ -51,6 +55,7 @@ class TuneOptions:
     n_runs: int = 10
     target_spread: float = 0.05
     case_seconds: float = 2.0
+    passes: int = 2
     rtol: float | None = None
     atol: float | None = None
     verbose: bool = False
@@ -93,7 +98,7 @@ def tune_platform(
     run = _Run(
         op, platform, key_of, tunables, reference, options, time.perf_counter(), report
     )
-    entries = []
+    prepared: list[_Prepared] = []
     for config in configs:
         if run.left() <= 0:
             report.cut.append(f"{platform} {config.label}: not tuned (max_seconds)")
@@ -102,11 +107,41 @@ def tune_platform(
         fn = functools.partial(call, **config.kernel_kwargs)
         for index, bound in enumerate(bound_calls(fn, placed.args, op.primitive)):
             label = config.label if index == 0 else f"{config.label} #{index}"
-            case = _tune_call(run, label, bound, device)
-            report.cases.append(case)
-            if case.entry is not None:
-                entries.append(case.entry)
+            prepared.append(_prepare(run, label, bound, device))
+            report.cases.append(prepared[-1].case)
+    # Every case's first pass before any case's second: passes meet the machine in
+    # different states (see .timing).
+    for _ in range(options.passes):
+        for item in prepared:
+            if not item.timed:
+                continue
+            if run.left() <= 0 and item.passes:  # the first pass always runs
+                item.skipped += 1
+                continue
+            item.passes.append(_time_once(run, item.timed))
+    entries = []
+    for item in prepared:
+        if item.skipped:
+            report.cut.append(
+                f"{platform} {item.case.label}: {item.skipped} of {options.passes} "
+                f"passes not run (max_seconds)"
+            )
+        _record(item)
+        item.case.entry = _entry(run, item.case, item.case.key)
+        if item.case.entry is not None:
+            entries.append(item.case.entry)
     return entries
+
+
+@dataclasses.dataclass
+class _Prepared:
+    """One case, checked: the candidates to time (label -> (candidate, call)) and
+    the passes timed so far."""
+
+    case: TunedCase
+    timed: dict[str, tuple[Candidate, Callable[[], Any]]]
+    passes: list[PassTimes] = dataclasses.field(default_factory=list)
+    skipped: int = 0
 
 
 def _fresh(operands: Sequence[Any], device: Any) -> list[Any]:
@@ -133,7 +168,9 @@ def _first_run(fn: Callable[..., Any], args: list[Any]) -> Any:
     return [np.asarray(o) for o in jax.block_until_ready(fn(*args))]
 
 
-def _tune_call(run: _Run, label: str, bound: BoundCall, device: Any) -> TunedCase:
+def _prepare(run: _Run, label: str, bound: BoundCall, device: Any) -> _Prepared:
+    """Build and run every candidate once on fresh buffers; keep those whose
+    outputs match the reference's."""
     avals = [jax_aval(x) for x in bound.operands]
     key = run.key_of(run.platform, avals, bound.params["outs"], bound.statics)
     kept, cut = enumerate_candidates(run.tunables, run.options.max_candidates)
@@ -166,9 +203,7 @@ def _tune_call(run: _Run, label: str, bound: BoundCall, device: Any) -> TunedCas
             case.measured.append(Measured(candidate, "mismatch", detail=check.detail))
             continue
         timed[candidate.label] = (candidate, functools.partial(fn, *args))
-    _time(run, case, timed)
-    case.entry = _entry(run, case, key)
-    return case
+    return _Prepared(case, timed)
 
 
 def jax_aval(x: Any) -> Any:
@@ -177,76 +212,44 @@ def jax_aval(x: Any) -> Any:
     return jax.ShapeDtypeStruct(np.shape(x), x.dtype)
 
 
-#: A first pass times every candidate briefly; one slower than this many times the
-#: fastest cannot win and leaves the rounds (its threads would only disturb the
-#: others' timing), keeping its first-pass figures.
-OUT_OF_RACE = 2.0
-
-
-def _time(run: _Run, case: TunedCase, timed: dict[str, tuple[Candidate, Any]]) -> None:
+def _time_once(run: _Run, timed: Mapping[str, tuple[Candidate, Any]]) -> PassTimes:
     import jax
 
-    if not timed:
-        return
-    calls = {name: fn for name, (_, fn) in timed.items()}
-    slowest = 0.0
-    for _ in range(run.options.n_warmup):
-        for fn in calls.values():
-            t0 = time.perf_counter()
-            jax.block_until_ready(fn())
-            slowest = max(slowest, time.perf_counter() - t0)
-    # Each interval: settling calls, then enough calls to last ~1 ms, so a candidate
-    # is timed as a loop calling it sees it (its threads awake, its data cached),
-    # not cold after another candidate ran, while rounds still interleave them.
-    batch = max(1, min(32, int(1e-3 / max(slowest, 1e-7))))
-    sample = functools.partial(
-        sample_interleaved,
-        clock=time.perf_counter,
-        block=jax.block_until_ready,
-        n_batch_per_run=batch,
-        n_settle=batch,
-    )
-    first = sample(calls, StopRule(3))
-    medians = {n: float(np.median(t)) for n, t in first.times_s.items()}
-    best = min(medians.values(), default=0.0)
-    racing = {
-        n: f
-        for n, f in calls.items()
-        if n in medians and medians[n] <= OUT_OF_RACE * best
-    }
     budget = max(0.0, min(run.options.case_seconds, run.left()))
-    sampled = sample(
-        racing, StopRule(run.options.n_runs, run.options.target_spread, budget)
+    rule = StopRule(run.options.n_runs, run.options.target_spread, budget)
+    calls = {name: fn for name, (_, fn) in timed.items()}
+    return time_pass(
+        calls, n_warmup=run.options.n_warmup, rule=rule, block=jax.block_until_ready
     )
-    case.stopped_by = sampled.stopped_by
-    errors = {**first.errors, **sampled.errors}
-    times = {**first.times_s, **sampled.times_s}
-    for name, (candidate, _) in timed.items():
-        if name in errors:
-            err = errors[name]
-            detail = f"{type(err).__name__}: {err}"[:300]
-            case.measured.append(Measured(candidate, "error", detail=detail))
+
+
+def _record(item: _Prepared) -> None:
+    """Add every timed candidate's combined figures (or its error) to the case."""
+    if not item.passes:
+        return
+    item.case.stopped_by = item.passes[-1].stopped_by
+    for name, found in combine_passes(item.passes).items():
+        candidate = item.timed[name][0]
+        if found.error is not None:
+            detail = f"{type(found.error).__name__}: {found.error}"[:300]
+            item.case.measured.append(Measured(candidate, "error", detail=detail))
             continue
-        samples = times[name]
-        median = float(np.median(samples))
-        q1, q3 = np.percentile(samples, [25, 75])
-        spread = float((q3 - q1) / median) if median > 0 else 0.0
-        note = (
-            ""
-            if name in racing
-            else f"out of the race after 3 rounds (>{OUT_OF_RACE}x)"
-        )
-        case.measured.append(Measured(candidate, "ok", median, spread, detail=note))
+        note = "" if found.raced else f"out of the race (>{OUT_OF_RACE}x)"
+        item.case.measured.append(
+            Measured(candidate, "ok", found.median_s, found.spread, note,
+                     ratio=found.ratio, ratio_spread=found.ratio_spread)
+        )  # fmt: skip
 
 
 def _entry(run: _Run, case: TunedCase, key: Key) -> TunedEntry | None:
     ok = [m for m in case.measured if m.status == "ok" and m.median_s is not None]
     if not ok:
         return None
-    best = min(ok, key=lambda m: m.median_s or 0.0)
+    ranked = sorted(ok, key=lambda m: (m.ratio, m.median_s or 0.0))
+    best = ranked[0]
     best.chosen = True
     per_backend: dict[str, Choice] = {}
-    for m in sorted(ok, key=lambda m: m.median_s or 0.0):
+    for m in ranked:
         per_backend.setdefault(m.candidate.backend, m.choice())
     recorded = {
         "case": case.label,

@@ -115,6 +115,7 @@ def run_tuning(
     atol: float | None,
     target_spread: float,
     case_seconds: float,
+    passes: int = 2,
 ) -> TuneReport:
     """See ``XLACustomKernel.tune``."""
     if _jax_compat.tracing():
@@ -123,17 +124,23 @@ def run_tuning(
             f"buffers and cannot run inside jit, vmap or grad (it was called inside a "
             f"traced function). Call it at the top level, before jitting."
         )
+    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
+        raise TuningError(
+            f"XLACustomKernel '{op.name}'.tune(): passes must be an integer >= 1 (how "
+            f"many times every case is timed), got {passes!r}."
+        )
     options = TuneOptions(
         max_seconds,
         max_candidates,
         n_runs=10,
         target_spread=target_spread,
         case_seconds=case_seconds,
+        passes=passes,
         rtol=rtol,
         atol=atol,
         verbose=verbose,
     )
-    report = TuneReport(op.name, machine=machine_info())
+    report = TuneReport(op.name, machine=machine_info(), passes=passes)
     call = op.call if op.call_function is not None else op
     entries = []
     for p in _platforms(op, platform):
