@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,33 +24,48 @@ HERE = Path(__file__).resolve().parent
 TARGET = HERE.parent / "src" / "polykernel" / "catalog" / "tuned" / "cpu.json"
 
 
+def tune_one(name: str, quick: bool) -> None:
+    """Tune one catalog primitive (in this process) into the run's config dir."""
+    import bench_tuning
+
+    from polykernel import catalog
+
+    (op,) = [p for p in catalog.PRIMITIVES if p.name == name]
+    seconds = 0.5 if quick else 1.5
+    tuned = [i for i in range(bench_tuning.N_SHAPES) if i not in bench_tuning.HELD_OUT]
+    op.tune(platform="cpu", case_seconds=seconds, max_seconds=900)
+    short = op.name.rsplit(".", 1)[1]
+    if short in bench_tuning.PRIMITIVES:
+        op.tune(
+            platform="cpu",
+            configs=bench_tuning.configs(short, tuned),
+            case_seconds=seconds,
+            max_seconds=900,
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    run_dir = Path(tempfile.mkdtemp(prefix="polykernel-ship-tables-"))
     sys.path.insert(0, str(HERE))
+    if args.only:
+        tune_one(args.only, args.quick)
+        return 0
+    run_dir = Path(tempfile.mkdtemp(prefix="polykernel-ship-tables-"))
     from _env import cache_environment
 
     os.environ.update(JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
     os.environ.update(cache_environment(run_dir))
-    import bench_tuning
-
     from polykernel import catalog
     from polykernel.settings import tuned_table
 
-    seconds = 0.5 if args.quick else 1.5
-    tuned = [i for i in range(bench_tuning.N_SHAPES) if i not in bench_tuning.HELD_OUT]
+    # Each primitive in its own fresh process, as a user's `polykernel tune` runs:
+    # what one primitive's timing leaves in a process never reaches the next.
     for op in catalog.PRIMITIVES:
-        op.tune(platform="cpu", case_seconds=seconds, max_seconds=900)
-        short = op.name.rsplit(".", 1)[1]
-        if short in bench_tuning.PRIMITIVES:
-            op.tune(
-                platform="cpu",
-                configs=bench_tuning.configs(short, tuned),
-                case_seconds=seconds,
-                max_seconds=900,
-            )
+        cmd = [sys.executable, __file__, "--only", op.name]
+        subprocess.run(cmd + (["--quick"] if args.quick else []), check=True)
     n = tuned_table.export_entries(TARGET, [p.name for p in catalog.PRIMITIVES])
     print(f"wrote {n} entries to {TARGET}")
     return 0

@@ -130,6 +130,7 @@ def test_the_budget_bounds_the_search_and_the_report_says_what_was_cut():
     assert "cut by the budget: 2" in out_of_time.table()
 
 
+@pytest.mark.slow
 def test_passes_time_every_case_again_and_the_budget_cuts_later_passes():
     op = make_op("tune.passes")
     report = op.tune(
