@@ -118,7 +118,7 @@ def tune_platform(
             if run.left() <= 0 and item.passes:  # the first pass always runs
                 item.skipped += 1
                 continue
-            item.passes.append(_time_once(run, item.timed))
+            item.passes.append(_time_once(run, item))
     entries = []
     for item in prepared:
         if item.skipped:
@@ -135,11 +135,14 @@ def tune_platform(
 
 @dataclasses.dataclass
 class _Prepared:
-    """One case, checked: the candidates to time (label -> (candidate, call)) and
-    the passes timed so far."""
+    """One case, checked: the candidates to time (label -> (candidate, its jitted
+    bind)), the operands they run on (copied afresh for each pass) and the passes
+    timed so far."""
 
     case: TunedCase
-    timed: dict[str, tuple[Candidate, Callable[[], Any]]]
+    timed: dict[str, tuple[Candidate, Callable[..., Any]]]
+    operands: Sequence[Any]
+    device: Any
     passes: list[PassTimes] = dataclasses.field(default_factory=list)
     skipped: int = 0
 
@@ -182,7 +185,7 @@ def _prepare(run: _Run, label: str, bound: BoundCall, device: Any) -> _Prepared:
         _binder(run, bound, run.reference), _fresh(bound.operands, device)
     )
     tols = [tolerance_for(w.dtype, run.options.rtol, run.options.atol) for w in want]
-    timed: dict[str, tuple[Candidate, Callable[[], Any]]] = {}
+    timed: dict[str, tuple[Candidate, Callable[..., Any]]] = {}
     for candidate in kept:
         if run.left() <= 0:
             case.measured.append(Measured(candidate, "cut", detail="max_seconds"))
@@ -202,8 +205,8 @@ def _prepare(run: _Run, label: str, bound: BoundCall, device: Any) -> _Prepared:
         if not check.ok:
             case.measured.append(Measured(candidate, "mismatch", detail=check.detail))
             continue
-        timed[candidate.label] = (candidate, functools.partial(fn, *args))
-    return _Prepared(case, timed)
+        timed[candidate.label] = (candidate, fn)
+    return _Prepared(case, timed, bound.operands, device)
 
 
 def jax_aval(x: Any) -> Any:
@@ -212,12 +215,17 @@ def jax_aval(x: Any) -> Any:
     return jax.ShapeDtypeStruct(np.shape(x), x.dtype)
 
 
-def _time_once(run: _Run, timed: Mapping[str, tuple[Candidate, Any]]) -> PassTimes:
+def _time_once(run: _Run, item: _Prepared) -> PassTimes:
+    """One pass over one case, each candidate on its own fresh copy of the operands
+    (dropped after the pass: a case holds no copies between its passes)."""
     import jax
 
     budget = max(0.0, min(run.options.case_seconds, run.left()))
     rule = StopRule(run.options.n_runs, run.options.target_spread, budget)
-    calls = {name: fn for name, (_, fn) in timed.items()}
+    calls = {
+        name: functools.partial(fn, *_fresh(item.operands, item.device))
+        for name, (_, fn) in item.timed.items()
+    }
     return time_pass(
         calls, n_warmup=run.options.n_warmup, rule=rule, block=jax.block_until_ready
     )
