@@ -123,13 +123,13 @@ def phase_tune(quick: bool, names: list[str]) -> dict:
             max_seconds=600,
             case_seconds=0.5 if quick else 1.5,
         )
-        out[name] = report.winners()
-        out[f"{name} ratios"] = {
+        ratios = {
             c.label: {
                 m.candidate.label: m.ratio for m in c.measured if m.status == "ok"
             }
             for c in report.cases
         }
+        out[name] = {"winners": report.winners(), "ratios": ratios}
     return out
 
 
@@ -364,8 +364,8 @@ def main() -> int:
 
     document = {
         "machine": machine_info(),
-        "tuned_winners": {n: outputs["tune"][n] for n in PRIMITIVES},
-        "tuned_ratios": {n: outputs["tune"][f"{n} ratios"] for n in PRIMITIVES},
+        "tuned_winners": {n: t["winners"] for n, t in outputs["tune"].items()},
+        "tuned_ratios": {n: t["ratios"] for n, t in outputs["tune"].items()},
         "measured": outputs["measure"],
         "summary": summary,
         "held_out": list(HELD_OUT),

@@ -112,36 +112,18 @@ def run(process_id: int, n_processes: int, port: int, artefact: str) -> dict:
     # process, so it is never written to the disk cache), whatever the tuned table
     # would pick for this shape.
     pins = {"numba": {"parallel": False}, "cuda_raw": {}}
+
+    def product(transpose: bool, b: str):
+        n_out = ops.CSR_SHAPE[1 if transpose else 0]
+        out = jax.ShapeDtypeStruct((n_out,), np.float32)
+        return lambda d, i, p, x: csrmv_p(
+            d, i, p, x, outs=out, shape=ops.CSR_SHAPE, transpose=transpose,
+            backend=b, **pins[b],
+        )  # fmt: skip
+
     for backend in ("numba", "cuda_raw"):
-
-        def mv(d, i, p, v, b=backend):
-            out = jax.ShapeDtypeStruct((ops.CSR_SHAPE[0],), np.float32)
-            return csrmv_p(
-                d,
-                i,
-                p,
-                v,
-                outs=out,
-                shape=ops.CSR_SHAPE,
-                transpose=False,
-                backend=b,
-                **pins[b],
-            )
-
-        def tmv(d, i, p, u, b=backend):
-            out = jax.ShapeDtypeStruct((ops.CSR_SHAPE[1],), np.float32)
-            return csrmv_p(
-                d,
-                i,
-                p,
-                u,
-                outs=out,
-                shape=ops.CSR_SHAPE,
-                transpose=True,
-                backend=b,
-                **pins[b],
-            )
-
+        mv = product(False, backend)
+        tmv = product(True, backend)
         mv = jax.jit(mv, out_shardings=rows)
         checks[f"csrmv_{backend}"] = _error(mv(*parts, gv), a @ v)
         tmv = jax.jit(tmv)

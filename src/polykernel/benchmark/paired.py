@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .record import relative_iqr
+
 __all__ = ["fastest_paired", "ratio_to"]
 
 
@@ -35,7 +37,7 @@ def fastest_paired(times: Mapping[str, Sequence[float]]) -> str | None:
         'a'
     """
     rounds = _rounds(times)
-    if not times or rounds == 0:
+    if rounds == 0:
         return None
     logs = {n: np.log(np.asarray(t[:rounds], dtype=float)) for n, t in times.items()}
     centre = np.mean(list(logs.values()), axis=0)
@@ -60,9 +62,7 @@ def ratio_to(
     ratios = np.asarray(times[name][:rounds], float) / np.asarray(
         times[base][:rounds], float
     )
-    median = float(np.median(ratios))
-    q1, q3 = np.percentile(ratios, [25, 75])
-    return median, float((q3 - q1) / median) if median > 0 else 0.0
+    return float(np.median(ratios)), relative_iqr(ratios.tolist()) or 0.0
 
 
 def _rounds(times: Mapping[str, Sequence[float]]) -> int:

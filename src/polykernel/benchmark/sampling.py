@@ -122,8 +122,8 @@ def _order(names: list[str], round_index: int) -> list[str]:
     an odd count each row is followed by its reverse, as the design needs to
     balance)."""
     n = len(names)
-    if n < 3:
-        return names[round_index % n :] + names[: round_index % n] if n else []
+    if n == 0:
+        return []
     cycle = n if n % 2 == 0 else 2 * n
     k = round_index % cycle
     row = k if n % 2 == 0 else k // 2

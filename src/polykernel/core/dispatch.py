@@ -216,15 +216,11 @@ def _between(tied: list[TunedEntry], usable: Callable[[str], bool]) -> TunedEntr
     fast on both sides, not the winner of one side (the first entry, the user's
     table before shipped ones, when they share no candidate)."""
     measured = [_ratios(e) for e in tied]
-    common = set.intersection(*(set(m) for m in measured))
-    ranked = sorted(
-        (max(m[c][0] for m in measured), i, c)
-        for i, c in enumerate(sorted(common, key=repr))
-        if usable(c[0])
-    )
-    if not ranked:
+    shared = set.intersection(*(set(m) for m in measured))
+    usable_shared = sorted((c for c in shared if usable(c[0])), key=repr)
+    if not usable_shared:
         return tied[0]
-    candidate = ranked[0][2]
+    candidate = min(usable_shared, key=lambda c: max(m[c][0] for m in measured))
     if candidate == (tied[0].best.backend, tuple(sorted(tied[0].best.params))):
         return tied[0]
     return dataclasses.replace(tied[0], best=measured[0][candidate][1])

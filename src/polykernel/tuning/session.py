@@ -115,7 +115,7 @@ def run_tuning(
     atol: float | None,
     target_spread: float,
     case_seconds: float,
-    passes: int = 2,
+    passes: int,
 ) -> TuneReport:
     """See ``XLACustomKernel.tune``."""
     if _jax_compat.tracing():
