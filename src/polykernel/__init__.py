@@ -23,7 +23,6 @@ from .benchmark import (
     benchmark_function as benchmark_function,
 )
 from .contract import Backend as Backend, BackendKernel as BackendKernel
-from .core.dispatch import Dispatch as Dispatch
 from .core.explain import explain_dispatch as explain_dispatch
 from .core.exporting import (
     export as export,
@@ -43,6 +42,7 @@ from .core.transforms import (
     defjvp as defjvp,
     general_batching_rule as general_batching_rule,
 )
+from .dispatch import Dispatch as Dispatch
 from .errors import *  # noqa: F403  (every class of errors.__all__)
 from .ffi.targets import list_registered_targets as list_registered_targets
 from .settings.allocator import tune_allocator as tune_allocator

@@ -10,7 +10,8 @@ Environment variables:
     POLYKERNEL_CACHE_DIR: root of every on-disk cache (compiled libraries, Numba
         handlers). Default: the per-user cache directory, ``$XDG_CACHE_HOME/polykernel``
         or ``~/.cache/polykernel``. :func:`set_cache_dir` overrides it in-process.
-    POLYKERNEL_CONFIG_DIR: where persisted settings (tuned defaults) live. Default:
+    POLYKERNEL_CONFIG_DIR: where the tuned table (``tuned.json``: tuned entries and
+        saved defaults) lives. Default:
         ``$XDG_CONFIG_HOME/polykernel`` or ``~/.config/polykernel``.
 
 Example:

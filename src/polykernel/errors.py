@@ -39,6 +39,8 @@ describes the failure, so ``except ValueError`` (or ``TypeError``, ``ImportError
     ├── MathError ................................ ValueError
     ├── UnsupportedOperationError ................ TypeError
     ├── TuningError .............................. RuntimeError
+    │   ├── TuningTypeError ...................... + TypeError
+    │   └── TuningValueError ..................... + ValueError
     ├── BenchmarkError (polykernel.benchmark)
     │   ├── BenchmarkValueError .................. ValueError
     │   ├── BenchmarkTypeError ................... TypeError
@@ -48,12 +50,23 @@ describes the failure, so ``except ValueError`` (or ``TypeError``, ``ImportError
         ├── CheckValueError ...................... ValueError
         └── CheckTypeError ....................... TypeError
 
-Messages follow one template: *where* (primitive, backend, platform or file), *what*
-(expected vs got) and *how to fix* (the exact API, argument, extra or environment
+The warning classes live in :mod:`polykernel.warning_types` and are listed here
+too. Messages follow one template: *where* (primitive, backend, platform or file),
+*what* (expected vs got) and *how to fix* (the exact API, argument, extra or environment
 variable). Every message is pinned by a test.
 """
 
 from __future__ import annotations
+
+from .warning_types import (
+    BackendPreferenceWarning,
+    BenchmarkMismatchWarning,
+    CacheWarning,
+    DuplicatePrimitiveWarning,
+    PolykernelDeprecationWarning,
+    PolykernelWarning,
+    TuningWarning,
+)
 
 __all__ = [
     "AttributeValueError",
@@ -94,10 +107,13 @@ __all__ = [
     "KernelTypeError",
     "MathError",
     "NvccNotFoundError",
+    "PolykernelDeprecationWarning",
     "PolykernelError",
     "PolykernelWarning",
     "ToolchainError",
     "TuningError",
+    "TuningTypeError",
+    "TuningValueError",
     "TuningWarning",
     "UnknownBackendError",
     "UnsupportedArchError",
@@ -334,7 +350,16 @@ class UnsupportedOperationError(PolykernelError, TypeError):
 
 
 class TuningError(PolykernelError, RuntimeError):
-    """Tuning cannot run as asked (inside a traced program, no candidate, no data)."""
+    """Tuning cannot run as asked (inside a traced program, no candidate, no data),
+    or a tuned table cannot be written."""
+
+
+class TuningTypeError(TuningError, TypeError):
+    """An argument of ``tune()`` (or ``polykernel tune``) has the wrong type."""
+
+
+class TuningValueError(TuningError, ValueError):
+    """An argument of ``tune()`` (or ``polykernel tune``) has a bad value."""
 
 
 # -- the benchmark harness and check_kernel: each also the builtin raised before ------
@@ -370,28 +395,3 @@ class CheckValueError(CheckError, ValueError):
 
 class CheckTypeError(CheckError, TypeError):
     """A ``check_kernel`` argument has the wrong type."""
-
-
-# -- warnings --------------------------------------------------------------------------
-class PolykernelWarning(UserWarning):
-    """Base class of every warning polykernel emits."""
-
-
-class CacheWarning(PolykernelWarning):
-    """The cache could not be used for one operation; it ran without it (a miss)."""
-
-
-class DuplicatePrimitiveWarning(PolykernelWarning):
-    """A second primitive was created under a name already in the registry."""
-
-
-class BenchmarkMismatchWarning(PolykernelWarning):
-    """Two backends of one primitive disagreed on the same benchmark inputs."""
-
-
-class BackendPreferenceWarning(PolykernelWarning):
-    """A process-wide ``set_backend`` choice is not registered for a primitive."""
-
-
-class TuningWarning(PolykernelWarning):
-    """A tuned table was ignored, or a call found no tuned entry (when asked)."""

@@ -40,7 +40,7 @@ def _clobber(x, out):
         x[i] = -7.0  # writes into its input buffer
 
 
-def _numba_generator(outs: Any, variant: str = "a", **kw: Any) -> Any:
+def _numba_generator(outs: Any, variant: str, **kw: Any) -> Any:
     if variant == "wrong":
         return pk.numba_kernel(_wrong, outs[0])
     if variant == "raises":

@@ -4,18 +4,25 @@ A record built by our runner knows its median; one built the reference way (or r
 from a reference file) knows only mean, std and min. Within one set of records the
 median ranks when every successful record has one, otherwise the mean does, so two
 records are never compared by different statistics when both statistics exist.
+
+Choosing a default from records (:func:`best_backends`, what ``--save-defaults``
+saves) goes through the one rule of :mod:`polykernel.dispatch.ranking`, the
+tuner's: ties within the measured spread keep the registered default.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeGuard
 
+from ..dispatch.ranking import Scored, choose, interval_error
 from .record import BenchmarkRecord
 
 __all__ = [
     "Mismatch",
+    "backend_scores",
     "best_backends",
     "fastest",
     "fastest_per_config",
@@ -133,25 +140,35 @@ def mismatches(records: Iterable[BenchmarkRecord]) -> list[Mismatch]:
     ]
 
 
-def best_backends(records: Iterable[BenchmarkRecord]) -> dict[str, dict[str, str]]:
-    """Pick one default backend per (primitive, platform).
+def best_backends(
+    records: Iterable[BenchmarkRecord],
+    defaults: Mapping[tuple[str, str], str] | None = None,
+) -> dict[str, dict[str, str]]:
+    """Pick one default backend per (primitive, platform), by the one rule of
+    :mod:`polykernel.dispatch.ranking`.
 
     A candidate must have a time on every config of its group and never disagreed
-    with the reference; among those the lowest geometric-mean slowdown relative to
-    the per-config best wins.
+    with the reference; its ratio is its geometric-mean slowdown relative to the
+    per-config best. Backends whose ratios differ by less than the measurements
+    resolve are tied: the registered default (``defaults[(primitive, platform)]``,
+    when known) is kept among them, else the first in the records' order.
     """
     groups: dict[tuple[str, str], list[BenchmarkRecord]] = {}
     for r in records:
         groups.setdefault((r.primitive, r.platform), []).append(r)
     chosen: dict[str, dict[str, str]] = {}
     for (prim, platform), recs in groups.items():
-        backend = _pick_backend(recs)
-        if backend is not None and prim:
-            chosen.setdefault(prim, {})[platform] = backend
+        default = (defaults or {}).get((prim, platform))
+        picked = choose(backend_scores(recs), default=default)
+        if picked is not None and prim:
+            chosen.setdefault(prim, {})[platform] = picked.item
     return chosen
 
 
-def _pick_backend(recs: list[BenchmarkRecord]) -> str | None:
+def backend_scores(recs: Sequence[BenchmarkRecord]) -> list[Scored[str]]:
+    """Every backend of one group that can be ranked: its geometric-mean ratio to
+    each config's fastest, with the typical uncertainty of its times (records'
+    order)."""
     field = rank_field(recs)
     times = {id(r): rank_ms(r, field) for r in recs}
     labels = {r.label for r in recs}
@@ -160,7 +177,7 @@ def _pick_backend(recs: list[BenchmarkRecord]) -> str | None:
         t = times[id(r)]
         if t is not None and t > 0:
             best[r.label] = min(best.get(r.label, math.inf), t)
-    scores: dict[str, float] = {}
+    scored = []
     for backend in dict.fromkeys(r.backend for r in recs):
         mine = [r for r in recs if r.backend == backend]
         ok = all((times[id(r)] or 0) > 0 for r in mine) and all(
@@ -170,5 +187,8 @@ def _pick_backend(recs: list[BenchmarkRecord]) -> str | None:
             continue
         # every time is > 0 here (checked above): `or 0` only tells the checker
         logs = [math.log((times[id(r)] or 0) / best[r.label]) for r in mine]
-        scores[backend] = sum(logs) / len(logs)
-    return min(scores, key=scores.__getitem__) if scores else None
+        errors = [interval_error(r.relative_iqr, r.n) for r in mine]
+        scored.append(
+            Scored(backend, math.exp(sum(logs) / len(logs)), statistics.median(errors))
+        )
+    return scored

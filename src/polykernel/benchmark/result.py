@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import BenchmarkTypeError, BenchmarkValueError, BenchmarkWriteError
 from .chart import plot_chart
+from .defaults import KernelSet, save_defaults
 from .io import (
     load_pickle,
     load_records,
@@ -69,6 +70,8 @@ class BenchmarkResult:
         self._records = _checked(records, "BenchmarkResult")
         self.primitive_name = primitive_name
         self.environment = environment
+        #: ``(primitive, platform) -> KernelSet``: what this process's runs measured.
+        self.kernels: dict[tuple[str, str], KernelSet] = {}
         for rec in self._records:
             if not rec.primitive:
                 rec.primitive = primitive_name
@@ -106,7 +109,10 @@ class BenchmarkResult:
         names = {r.primitive_name for r in results}
         name = names.pop() if len(names) == 1 else ""
         env = merge_environments(r.environment for r in results)
-        return cls([rec for r in results for rec in r._records], name, env)
+        merged = cls([rec for r in results for rec in r._records], name, env)
+        for r in results:
+            merged.kernels.update(getattr(r, "kernels", {}))
+        return merged
 
     def __len__(self) -> int:
         return len(self._records)
@@ -150,8 +156,9 @@ class BenchmarkResult:
         return fastest_per_config(self._records)
 
     def best_backends(self) -> dict[str, dict[str, str]]:
-        """One default backend per (primitive, platform); see ``ranking``."""
-        return best_backends(self._records)
+        """One default backend per (primitive, platform), by the tuner's rule."""
+        defaults = {g: k.default for g, k in getattr(self, "kernels", {}).items()}
+        return best_backends(self._records, defaults)
 
     # -- tables ----------------------------------------------------------------
     def table(
@@ -386,10 +393,8 @@ class BenchmarkResult:
         return Path(path)
 
     def save_defaults(self) -> dict[str, dict[str, str]]:
-        """Persist :meth:`best_backends` as tuned defaults and return it."""
-        from ..settings.tuned_defaults import save_defaults
-
-        chosen = self.best_backends()
-        if chosen:
-            save_defaults(chosen)
-        return chosen
+        """Save each primitive's fastest backend per platform as a saved default
+        (:mod:`polykernel.benchmark.defaults`); return ``{primitive: {platform:
+        backend}}``."""
+        machine = (self.environment or {}).get("machine", {})
+        return save_defaults(self._records, getattr(self, "kernels", {}), machine)

@@ -29,6 +29,7 @@ from ..errors import (
 from ..platforms import PLATFORMS
 from .compare import compare_outputs, pick_reference
 from .config import BenchmarkConfig
+from .defaults import kernel_set
 from .machine import LoadMonitor, machine_info
 from .record import BenchmarkRecord, compute_stats
 from .result import BenchmarkResult
@@ -36,6 +37,7 @@ from .sampling import Sampled, StopRule, check_rule, sample_interleaved
 from .timing import check_counts
 
 __all__ = ["BenchmarkPlan", "plan_benchmark", "run_benchmark"]
+
 
 def _select_backends(kernel: Any, platform: str, backends: Any) -> list[str]:
     name = kernel.name
@@ -391,4 +393,8 @@ def run_benchmark(
             _compare(cfg_records, outputs, cfg, name, rtol, atol, reference_backend)
         records.extend(cfg_records)
     environment = {"machine": machine_info(), "load": load.stop()}
-    return BenchmarkResult(records, primitive_name=name, environment=environment)
+    result = BenchmarkResult(records, primitive_name=name, environment=environment)
+    measured = kernel_set(kernel, platform, plan.backends)
+    if measured is not None:
+        result.kernels[(name, platform)] = measured
+    return result

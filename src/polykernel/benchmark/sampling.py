@@ -84,8 +84,7 @@ class StopRule:
         budget = self.time_budget_s
         if isinstance(budget, bool) or not isinstance(budget, int | float):
             raise BenchmarkTypeError(
-                f"benchmark: time_budget_s must be a number of seconds, got "
-                f"{budget!r}."
+                f"benchmark: time_budget_s must be a number of seconds, got {budget!r}."
             )
         if not budget >= 0:
             raise BenchmarkValueError(
@@ -152,6 +151,7 @@ def sample_interleaved(
     block: Callable[[Any], Any],
     catch_errors: bool = True,
     n_settle: int | Mapping[str, int] = 0,
+    deadline: float | None = None,
 ) -> Sampled:
     """Time ``calls`` (name -> zero-argument call) in rounds under ``rule``,
     each in its own order (see the module's docstring).
@@ -163,7 +163,8 @@ def sample_interleaved(
     cache — while the rounds still interleave the backends. The clock is read
     only around intervals and, for an adaptive rule, once per round for the budget.
     A call that raises drops its backend (in ``errors``), unless ``catch_errors`` is
-    false.
+    false. With a ``deadline`` (a time of ``clock``), no interval starts after it:
+    the rounds stop there (``stopped_by`` ``"budget"``), keeping the complete ones.
 
     Example:
         >>> import itertools
@@ -183,7 +184,12 @@ def sample_interleaved(
     budget = rule.time_budget_s
     rounds, stopped_by, window = 0, "runs", rule.n_runs
     while live:
+        if _past(deadline, clock):
+            stopped_by = "budget"
+            break
         for name in _order(live, rounds):
+            if _past(deadline, clock):  # the round stays incomplete: dropped below
+                break
             fn = calls[name]
             try:
                 for _ in range(settle[name]):
@@ -216,14 +222,22 @@ def sample_interleaved(
         if elapsed >= budget:
             stopped_by = "budget"
             break
+    complete = min((len(t) for t in times.values()), default=0)
+    times = {name: samples[:complete] for name, samples in times.items()}
+    if stopped_by == "budget" and complete < rounds:
+        rounds = complete
     if not rule.adaptive:
-        first, size = 0, window
+        first, size = 0, min(window, complete)
     elif stopped_by == "spread":
         first, size = rounds - window, window
     else:
         first, size = _steadiest_stretch(times, rounds, window)
     kept = {name: samples[first : first + size] for name, samples in times.items()}
     return Sampled(kept, stopped_by, errors, rounds)
+
+
+def _past(deadline: float | None, clock: Callable[[], float]) -> bool:
+    return deadline is not None and clock() >= deadline
 
 
 def _per_name(

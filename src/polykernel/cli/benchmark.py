@@ -262,12 +262,17 @@ def cmd_benchmark(args: Any) -> int:
     if args.plot and result.fastest() is not None:
         print(f"saved plot to {result.plot(args.plot, y='median_ms')}")
     if args.save_defaults:
-        from ..settings.tuned_defaults import defaults_path
+        from ..dispatch.table import tuned_path
+        from ..errors import TuningError
 
-        for name, per in result.save_defaults().items():
+        try:
+            saved = result.save_defaults()
+        except TuningError as err:
+            raise CliError(str(err)) from err
+        for name, per in saved.items():
             chosen = ", ".join(f"{p}={b}" for p, b in per.items())
             print(f"default {name}: {chosen}")
-        print(f"saved defaults to {defaults_path()}")
+        print(f"saved defaults to {tuned_path()}")
     n_fail, n_mis = len(result.failures), len(result.mismatches)
     print(
         f"{plural(len(kernels), 'primitive')}, {plural(len(result), 'run')}, "

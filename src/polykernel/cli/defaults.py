@@ -1,40 +1,47 @@
-"""``polykernel defaults show|clear [NAME ...]``: persisted tuned defaults."""
+"""``polykernel defaults show|clear [NAME ...]``: an alias of ``polykernel tune``.
+
+Saved defaults (``polykernel benchmark --save-defaults``) are entries of the one
+tuned table now; ``defaults show`` lists them as ``tune --show`` does (saved
+defaults only) and ``defaults clear`` forgets them — and the old ``defaults``
+file's pairs — as ``tune --clear`` does. Both say so on stderr.
+"""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from ._common import CliError, plural
+from ..dispatch.records import Scope
 
 __all__ = ["cmd_defaults", "register"]
 
 
 def register(sub: Any, common: Any) -> None:
     """Add the ``defaults`` sub-command to ``sub``."""
-    p = sub.add_parser("defaults", parents=[common], help="persisted tuned defaults")
+    p = sub.add_parser(
+        "defaults",
+        parents=[common],
+        help="saved defaults (an alias of `polykernel tune --show/--clear`)",
+    )
     acts = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    acts.add_parser("show", parents=[common], help="print the persisted defaults")
-    clear = acts.add_parser("clear", parents=[common], help="forget defaults")
+    show = acts.add_parser("show", parents=[common], help="list the saved defaults")
+    show.add_argument("names", nargs="*", metavar="NAME", help="default: all")
+    clear = acts.add_parser("clear", parents=[common], help="forget saved defaults")
     clear.add_argument("names", nargs="*", metavar="NAME", help="default: all")
     p.set_defaults(handler=cmd_defaults)
 
 
 def cmd_defaults(args: Any) -> int:
     """Handler of ``polykernel defaults show|clear [NAME ...]``."""
-    from ..settings.tuned_defaults import clear_defaults, defaults_path, load_defaults
+    from .tables import show_entries
+    from .tune import clear
 
+    print(
+        f"polykernel defaults {args.action}: an alias of `polykernel tune "
+        f"--{args.action}` (saved defaults are entries of the tuned table).",
+        file=sys.stderr,
+    )
     if args.action == "show":
-        data = load_defaults()
-        print(f"tuned defaults file: {defaults_path()}")
-        if not data:
-            print("(no persisted defaults)")
-        for name in sorted(data):
-            per = ", ".join(f"{p}={b}" for p, b in sorted(data[name].items()))
-            print(f"{name}: {per}")
+        show_entries(args.names, Scope.SAVED)
         return 0
-    removed = clear_defaults(args.names or None)
-    missing = sorted(set(args.names) - set(removed))
-    print(f"cleared defaults of {plural(len(removed), 'primitive')}")
-    if missing:
-        raise CliError(f"no persisted defaults for: {', '.join(missing)}")
-    return 0
+    return clear(args.names, Scope.SAVED)

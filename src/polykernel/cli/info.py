@@ -63,8 +63,8 @@ def gather_info() -> dict[str, Any]:
     import jax
 
     from .._version import __version__, installed_version
+    from ..dispatch.table import tuned_path
     from ..settings import paths as config
-    from ..settings.tuned_defaults import defaults_path
 
     devices = jax.devices()
     gpu = any(platform_of(d.platform) == Platform.GPU for d in devices)
@@ -86,7 +86,7 @@ def gather_info() -> dict[str, Any]:
         "paths": {
             "cache_root": str(config.cache_root()),
             "config_dir": str(config.config_dir()),
-            "tuned_defaults": str(defaults_path()),
+            "tuned_table": str(tuned_path()),
         },
         "backends": _backends(gpu),
     }

@@ -76,8 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Example:
         >>> from polykernel.cli.main import main
-        >>> main(["defaults", "show"])
-        tuned defaults file: ...
+        >>> main(["--version"])
+        0.1.0.dev0
         0
     """
     parser = build_parser()

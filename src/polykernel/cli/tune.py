@@ -4,27 +4,35 @@
 
     polykernel tune TARGET ...            tune the primitives of TARGET (and save)
     polykernel tune --report TARGET ...   what dispatch would pick for their data
-    polykernel tune --show [NAME ...]     the tuned entries (yours and shipped)
-    polykernel tune --clear [NAME ...]    forget your tuned entries
+    polykernel tune --show [NAME ...]     the entries, yours and shipped, fresh or stale
+    polykernel tune --clear [NAME ...]    forget your entries (saved defaults too)
     polykernel tune --export FILE [NAME]  write your entries as a table to ship
 
 A TARGET is a module or a ``.py`` file (imported from its path, :mod:`.targets`)
 whose primitives are tuned — or ``MODULE:NAME``, one primitive, named in full
 (``mylib.csrmv``) or by its last part (``csrmv``). Cases are each primitive's
 benchmark data (``def_benchmark_data``), or ``--data MODULE:FUNCTION``'s
-``BenchmarkConfig`` list (the shapes you name). Exit codes as everywhere: 2 usage,
-1 failure (a primitive that cannot be tuned is reported and the others go on).
+``BenchmarkConfig`` list (the shapes you name). Arguments are checked before
+anything is measured. Exit codes as everywhere: 2 usage (a bad option value, a
+backend no primitive has, a ``--data`` function that returns no list of configs),
+1 failure (a primitive that cannot be tuned is reported and the others go on; a
+table that cannot be written).
 """
 
 from __future__ import annotations
 
+import argparse
+import math
 import sys
 from typing import Any
 
+from ..benchmark.config import BenchmarkConfig
 from ..core import registry
+from ..dispatch import legacy, writing
+from ..errors import TuningError
 from ..platforms import PLATFORMS
-from ..settings import tuned_table
 from ._common import CliError, CliUsageError, csv_list, failure, plural, pos_int
+from .tables import show_entries
 from .targets import import_module, parse_target
 
 __all__ = ["register"]
@@ -66,7 +74,7 @@ def register(sub: Any, common: Any) -> None:
         help="cases from FUNCTION(platform=...) instead of benchmark data",
     )
     p.add_argument("--backends", type=csv_list, default=None, metavar="A,B")
-    p.add_argument("--max-seconds", type=float, default=120.0, metavar="S")
+    p.add_argument("--max-seconds", type=_seconds, default=120.0, metavar="S")
     p.add_argument("--max-candidates", type=pos_int, default=None, metavar="N")
     p.add_argument(
         "--passes",
@@ -75,31 +83,77 @@ def register(sub: Any, common: Any) -> None:
         metavar="N",
         help="time every case N times, each pass after all the others (default: 2)",
     )
+    p.add_argument(
+        "--contention",
+        action="store_true",
+        help="time one more pass with the other cores busy; among candidates tied "
+        "on the idle machine, prefer the one that holds up",
+    )
     p.add_argument("--no-save", action="store_true", help="measure, do not record")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     p.set_defaults(handler=run)
 
 
+def _seconds(text: str) -> float:
+    """``argparse`` type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number of seconds > 0, got {text!r}"
+        )
+    return value
+
+
 def run(args: Any) -> int:
     if args.show:
-        return _show(args.targets)
-    if args.clear:
-        removed = tuned_table.clear_entries(args.targets or None)
-        print(f"cleared {plural(len(removed), 'primitive')}: {', '.join(removed)}")
+        show_entries(args.targets)
         return 0
+    if args.clear:
+        return clear(args.targets)
     if args.export:
-        n = tuned_table.export_entries(args.export, args.targets or None)
+        try:
+            n = writing.export_entries(args.export, args.targets or None)
+        except TuningError as err:
+            raise CliError(str(err)) from err
         print(f"wrote {plural(n, 'entry', 'entries')} to {args.export}")
         return 0
     if not args.targets:
         raise CliUsageError("give a TARGET (module, file.py or MODULE:NAME) to tune")
     primitives = [p for t in args.targets for p in _primitives(t)]
+    _check_backends(primitives, args.backends)
     data = _data_function(args.data) if args.data else None
     return (
         _report(primitives, args, data)
         if args.report
         else _tune(primitives, args, data)
     )
+
+
+def clear(names: list[str], scope: Any = None) -> int:
+    """Forget the user's entries (of ``names``, or all; of ``scope``, or every
+    scope), and the old saved defaults of those primitives."""
+    try:
+        removed = writing.clear_entries(names or None, scope)
+        removed = sorted({*removed, *legacy.clear_legacy(names or None)})
+    except TuningError as err:
+        raise CliError(str(err)) from err
+    print(f"cleared {plural(len(removed), 'primitive')}: {', '.join(removed) or '-'}")
+    return 0
+
+
+def _check_backends(primitives: list[Any], backends: list[str] | None) -> None:
+    if backends is None:
+        return
+    have = {b for op in primitives for p in PLATFORMS for b in op.available_backends(p)}
+    unknown = [b for b in backends if b not in have]
+    if unknown or not backends:
+        raise CliUsageError(
+            f"--backends {','.join(backends)}: {unknown or 'no backend'} not "
+            f"registered by the primitives to tune (they have: {sorted(have)})"
+        )
 
 
 def _primitives(text: str) -> list[Any]:
@@ -140,9 +194,7 @@ def _tune(primitives: list[Any], args: Any, data: Any) -> int:
     for op in primitives:
         try:
             platforms = args.platform
-            configs = (
-                data(platform=platforms[0] if platforms else "cpu") if data else None
-            )
+            configs = _cases(data, platforms[0] if platforms else "cpu", args.data)
             report = op.tune(
                 platform=platforms,
                 configs=configs,
@@ -150,8 +202,11 @@ def _tune(primitives: list[Any], args: Any, data: Any) -> int:
                 max_seconds=args.max_seconds,
                 max_candidates=args.max_candidates,
                 passes=args.passes,
+                contention=args.contention,
                 save=not args.no_save,
             )
+        except CliUsageError:
+            raise
         except (Exception, SystemExit) as err:  # reported; the others go on
             failed.append(f"{op.name}: {failure(err)}")
             print(f"{op.name}: FAILED ({failure(err)})")
@@ -168,45 +223,51 @@ def _tune(primitives: list[Any], args: Any, data: Any) -> int:
     return 1 if failed else 0
 
 
+def _cases(data: Any, platform: str, text: str | None) -> list[Any] | None:
+    """The ``--data`` function's cases for ``platform`` (None without ``--data``)."""
+    if data is None:
+        return None
+    found = data(platform=platform)
+    if (
+        isinstance(found, BenchmarkConfig)
+        or not isinstance(found, list | tuple)
+        or not (found and all(isinstance(c, BenchmarkConfig) for c in found))
+    ):
+        raise CliUsageError(
+            f"--data {text}: the function returned {type(found).__name__} "
+            f"{found!r:.60}; it must return a non-empty list of BenchmarkConfig"
+        )
+    return list(found)
+
+
 def _report(primitives: list[Any], args: Any, data: Any) -> int:
-    from ..core.dispatch import misses
     from ..core.explain import explain_dispatch
+    from ..dispatch import misses
 
     for op in primitives:
         for platform in args.platform or ["cpu"]:
-            fn = data or op.benchmark_data_function
-            if fn is None:
+            if data is None and op.benchmark_data_function is None:
                 raise CliError(f"{op.name}: no benchmark data; pass --data")
+            cases = _cases(data, platform, args.data) if data else None
             call = op.call if op.call_function is not None else op
-            for cfg in fn(platform=platform):
+            for cfg in cases or op.benchmark_data_function(platform=platform):
                 for d in explain_dispatch(
                     call, *cfg.args, platform=platform, **cfg.kernel_kwargs
                 ):
                     print(_fit(f"{cfg.label}: {d}"))
+                    for entry, why in d.stale:
+                        print(_fit(f"  stale entry ({_where(entry)}): {why}"))
     counted = misses()
     print(f"misses counted in this process: {plural(len(counted), 'key')}")
     for key, n in counted.items():
-        print(_fit(f"  {key.primitive} {key.platform} bucket {list(key.bucket)}: {n}"))
+        bucket = "any" if key.bucket is None else list(key.bucket)
+        print(_fit(f"  {key.primitive} {key.platform} bucket {bucket}: {n}"))
     return 0
 
 
-def _show(names: list[str]) -> int:
-    wanted = names or tuned_table.user_primitives()
-    print(f"your tuned table: {tuned_table.tuned_path()}")
-    shown = 0
-    for name in wanted:
-        for entry in tuned_table.entries_for(name):
-            shown += 1
-            best = entry.best
-            params = ", ".join(f"{k}={v!r}" for k, v in best.params)
-            print(
-                _fit(
-                    f"{name} {entry.key.platform} bucket {list(entry.key.bucket)}: "
-                    f"{best.backend}({params}) {best.median_s * 1e3:.4f} ms"
-                )
-            )
-    print(plural(shown, "entry", "entries"))
-    return 0
+def _where(entry: Any) -> str:
+    bucket = entry.key.bucket
+    return "any shape" if bucket is None else f"bucket {list(bucket)}"
 
 
 def _fit(text: str) -> str:

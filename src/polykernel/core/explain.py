@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..dispatch import Dispatch
 from . import registry
-from .dispatch import Dispatch
 
 __all__ = ["explain_dispatch"]
 

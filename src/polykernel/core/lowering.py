@@ -1,14 +1,15 @@
-"""Per-platform lowering: pick the backend, run its generator, lower what it returns.
+"""Per-platform lowering: get the decision, run its generator, lower what it returns.
 
-The lowering rule runs once per compilation. It resolves the backend with
-:meth:`KernelTable.resolve` (per-call ``backend=``, then ``polykernel.set_backend``,
-then the primitive's default for the platform: see :mod:`polykernel.core.kernel_table`),
-calls the kernel generator with ``outs``, the bound keywords and (if declared) ``ins``,
-and lowers the returned JAX-traceable function with ``mlir.lower_fun``. Because the
-choice happens per lowering platform, one ``jax.export`` can carry a different backend
-per platform. Every input of that choice that can change at run time (``set_backend``,
-``set_default``, ``asdefault`` registration) bumps the dispatch epoch, so functions
-jitted earlier re-lower on their next call.
+The lowering rule runs once per compilation. It asks the primitive for the decision
+of this lowering (the backend and its launch parameters: made by
+:func:`polykernel.dispatch.decide`, whose precedence is stated once in
+``dispatch/precedence.py``), calls that backend's kernel generator with ``outs``,
+the launch parameters, the bound keywords and (if declared) ``ins``, and lowers the
+returned JAX-traceable function with ``mlir.lower_fun``. Because the decision is
+made per lowering platform, one ``jax.export`` can carry a different backend per
+platform. Every input of the decision that can change at run time
+(``set_backend``, ``set_default``, ``asdefault`` registration, a tuned table saved)
+bumps the dispatch epoch, so functions jitted earlier re-lower on their next call.
 
 A platform without kernels raises ``KernelFallbackExhaustedError`` and an unregistered
 ``backend=`` raises ``UnknownBackendError`` (both before the generator runs); anything

@@ -10,17 +10,26 @@ order, the first value of each being the default.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from .. import _jax_compat as jc
 from ..contract.keywords import RESERVED_KEYWORDS
+from ..dispatch import values
 from ..errors import KernelRegistrationError, KernelTypeError, UnsupportedPlatformError
 from ..platforms import PLATFORMS
 from ..types import KernelGenerator, PlatformName
 from .kernel_table import KernelEntry, KernelTable
 
-__all__ = ["RegistrationMixin", "check_platform", "check_platform_type", "check_tune"]
+__all__ = [
+    "RegistrationMixin",
+    "check_platform",
+    "check_platform_type",
+    "check_tune",
+    "check_tune_names",
+]
 
 #: What ``tune=`` takes: ``{parameter name: candidate values}``, or None.
 Tune = Mapping[str, Sequence[Any]] | None
@@ -56,9 +65,11 @@ def check_tune(owner: str, tune: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]
     """``tune`` as ``((name, (value, ...)), ...)``, checked.
 
     Raises:
-        KernelTypeError: not a mapping of names to sequences of hashable values.
+        KernelTypeError: not a mapping of names to lists or tuples of values a
+            table can hold exactly (bools, ints, finite floats, strings, tuples of
+            these: :mod:`polykernel.dispatch.values`).
         KernelRegistrationError: a name that is not an identifier or is reserved,
-            or a parameter without candidates.
+            a parameter without candidates, or a candidate listed twice.
     """
     if tune is None:
         return ()
@@ -69,7 +80,7 @@ def check_tune(owner: str, tune: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]
             f"{{'BLOCK': [256, 1024]}} (got {type(tune).__name__}: {tune!r})."
         )
     spec = []
-    for name, values in tune.items():
+    for name, candidates in tune.items():
         if not isinstance(name, str) or not name.isidentifier():
             raise KernelRegistrationError(
                 f"{where}: parameter names are identifiers (got {name!r})."
@@ -79,30 +90,85 @@ def check_tune(owner: str, tune: Any) -> tuple[tuple[str, tuple[Any, ...]], ...]
                 f"{where}: '{name}' is reserved (reserved: "
                 f"{sorted(RESERVED_KEYWORDS)}); rename the parameter."
             )
-        if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        if not isinstance(candidates, list | tuple):
             raise KernelTypeError(
                 f"{where}: the candidates of '{name}' must be a list or tuple of "
-                f"values, e.g. [256, 1024] (got {type(values).__name__}: {values!r})."
+                f"values, e.g. [256, 1024] (got {type(candidates).__name__}: "
+                f"{candidates!r:.80})."
             )
-        if not values:
+        if not candidates:
             raise KernelRegistrationError(
                 f"{where}: '{name}' has no candidate value; give at least one (the "
                 f"first is the default)."
             )
-        for value in values:
-            try:
-                hash(value)
-            except TypeError:
+        for value in candidates:
+            problem = values.value_problem(value)
+            if problem is not None:
                 raise KernelTypeError(
-                    f"{where}: candidate {value!r} of '{name}' is not hashable; "
-                    f"candidates become static parameters (use tuples, not lists)."
-                ) from None
-        if len(set(map(repr, values))) != len(values):
+                    f"{where}: candidate {value!r:.60} of '{name}' is {problem}; a "
+                    f"candidate is a bool, int, finite float, str or a tuple of "
+                    f"these, so a tuned table returns exactly the value declared."
+                )
+        tokens = [values.token(v) for v in candidates]
+        if len(set(tokens)) != len(tokens):
             raise KernelRegistrationError(
-                f"{where}: '{name}' lists a candidate twice ({list(values)!r})."
+                f"{where}: '{name}' lists a candidate twice ({list(candidates)!r})."
             )
-        spec.append((name, tuple(values)))
+        spec.append((name, tuple(candidates)))
     return tuple(spec)
+
+
+def check_tune_names(
+    owner: str, backend: str, generator: Any, spec: Sequence[tuple[str, Sequence[Any]]]
+) -> None:
+    """Check that the generator declares every launch parameter of ``spec`` by name
+    (a ``**kwargs`` would swallow a misspelt one, and the tuner would time the same
+    program under several names) and gives none a default other than its first
+    candidate (the default is written once: the first candidate).
+
+    Raises:
+        KernelRegistrationError: a name the generator does not declare, or a
+            signature default that differs from the first candidate.
+    """
+    if not spec:
+        return
+    where = f"XLACustomKernel '{owner}'.def_kernel('{backend}', tune=...)"
+    try:
+        parameters = inspect.signature(generator).parameters
+    except (TypeError, ValueError):
+        raise KernelRegistrationError(
+            f"{where}: the generator's signature cannot be read, so its launch "
+            f"parameters {[n for n, _ in spec]} cannot be checked; pass a Python "
+            f"function (or functools.partial) that names them."
+        ) from None
+    named = {
+        n: p for n, p in parameters.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }  # fmt: skip
+    for name, candidates in spec:
+        if name not in named:
+            close = difflib.get_close_matches(name, list(named), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise KernelRegistrationError(
+                f"{where}: the generator has no parameter '{name}'{hint}; its "
+                f"parameters are {list(named)}. Add '{name}' to its signature (a "
+                f"**kwargs does not count: it would take a misspelt name silently), "
+                f"or fix the name in tune=."
+            )
+        default = named[name].default
+        if default is not inspect.Parameter.empty and not _same(default, candidates[0]):
+            raise KernelRegistrationError(
+                f"{where}: the generator's default {name}={default!r} differs from "
+                f"the first candidate {candidates[0]!r}, which is the default of a "
+                f"launch parameter. Drop the default from the signature (the "
+                f"lowering always passes a value), or list it first in tune=."
+            )
+
+
+def _same(value: Any, candidate: Any) -> bool:
+    return values.value_problem(value) is None and values.token(value) == values.token(
+        candidate
+    )
 
 
 class RegistrationMixin:
@@ -162,6 +228,7 @@ class RegistrationMixin:
                 f"takes outs=... and keywords and returns the kernel function."
             )
         spec = check_tune(self.name, tune)
+        check_tune_names(self.name, backend, kg, spec)
         old_default = self._table.default(platform)
         self._table.add(KernelEntry(backend, platform, kg, spec), asdefault=asdefault)
         if old_default is not None and self._table.default(platform) != old_default:
@@ -260,7 +327,18 @@ class RegistrationMixin:
         kg: KernelGenerator,
         platform: PlatformName | None = None,
         asdefault: bool = False,
+        *,
+        tune: Tune = None,
     ) -> None:
-        """Register a pure-JAX reference kernel for one platform, or all if ``None``."""
+        """Register a pure-JAX reference kernel for one platform, or all if ``None``.
+
+        Example:
+            >>> import polykernel as pk
+            >>> op = pk.XLACustomKernel("doc.def_jax_raw_kernel")
+            >>> op.def_jax_raw_kernel(lambda outs, unroll, **kw: lambda x: 2 * x,
+            ...                       platform="cpu", tune={"unroll": [1, 4]})
+            >>> op.tunables("cpu")
+            {'jax_raw': (('unroll', (1, 4)),)}
+        """
         for p in (platform,) if platform is not None else PLATFORMS:
-            self.def_kernel("jax_raw", p, kg, asdefault)
+            self.def_kernel("jax_raw", p, kg, asdefault, tune=tune)

@@ -1,9 +1,10 @@
 """``XLACustomKernel``'s measured dispatch: ``tune``, ``dispatch`` and their setup.
 
-Kept apart from the wiring of :mod:`.primitive`: these methods read the kernel table
-(the tunable parameters each backend registered), the tuned tables
-(:mod:`polykernel.settings.tuned_table`) and the dispatch rules (:mod:`.dispatch`);
-``tune`` runs :mod:`polykernel.tuning`. See ``docs/tuning.md``.
+Kept apart from the wiring of :mod:`.primitive`. :meth:`TuningMixin._decide` gathers
+what a decision needs — the call's key, the kernel table's plain data
+(:meth:`KernelTable.registered`), the ``set_backend`` preference, the table's
+entries — and hands it to :func:`polykernel.dispatch.decide`, the one place that
+decides; ``tune`` runs :mod:`polykernel.tuning`. See ``docs/tuning.md``.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .. import _jax_compat as jc
+from .. import _jax_compat as jc, backends
+from ..dispatch import Call, Dispatch, Key, Registered, decide, make_key, table
+from ..dispatch.notices import notice
 from ..errors import KernelTypeError
-from ..settings import tuned_table
-from . import dispatch as dispatching
-from .dispatch import Dispatch
+from ..settings.preferences import get_backend
 
 __all__ = ["TuningMixin"]
 
@@ -57,7 +58,7 @@ class TuningMixin:
             >>> op = pk.XLACustomKernel("doc.def_tuned_table")
             >>> op.def_tuned_table("/path/inside/my/package/tuned.json")
         """
-        tuned_table.register_shipped(path, self.name)
+        table.register_shipped(path, self.name)
         jc.bump_dispatch_epoch()
 
     def tunables(
@@ -70,6 +71,16 @@ class TuningMixin:
         }
 
     # -- deciding --------------------------------------------------------------------
+    def _registered(self, platform: str) -> Registered:
+        """This primitive's kernels on ``platform`` as dispatch sees them."""
+
+        def identity(backend: str) -> str:
+            found = backends.lookup(backend)
+            modules = tuple(found.modules) if found is not None else ()
+            return self._table.identity(platform, backend, modules)
+
+        return self._table.registered(platform, identity)
+
     def _decide(
         self,
         platform: str,
@@ -79,12 +90,14 @@ class TuningMixin:
         backend: str | None,
     ) -> tuple[Any, Dispatch]:
         """The kernel entry and decision of one lowering (or a dry run of one)."""
-        entry, how = self._table.resolve_with_reason(platform, backend)
+        registered = self._registered(platform)
         key = self._key_of(platform, avals, outs, params)
-        decision = dispatching.decide(key, entry.backend, how, self.tunables(platform))
-        if decision.backend != entry.backend:
-            entry = self._table.entry(platform, decision.backend)
-        return entry, decision
+        call = Call(key, backend, dict(params))
+        decision = decide(
+            call, registered, get_backend(platform), table.entries_for(self.name)
+        )
+        notice(decision, registered)
+        return self._table.entry(platform, decision.backend), decision
 
     def dispatch(
         self,
@@ -140,24 +153,36 @@ class TuningMixin:
         target_spread: float = 0.05,
         case_seconds: float = 2.0,
         passes: int = 2,
+        contention: bool = False,
     ) -> Any:
         """Time every (backend, launch parameters) on each case; keep the fastest.
 
         Cases are the primitive's benchmark data (``def_benchmark_data``) or
         ``configs`` (``BenchmarkConfig``s you make, for the shapes you name), on
         ``platform`` (default: every platform with kernels and a device here).
-        Candidates run eagerly on fresh copies of the case's inputs (never inside a
-        traced program); one whose outputs differ from the reference's (``jax_raw``,
-        else the default backend) beyond the per-dtype tolerance is reported and
-        never chosen; one that fails is recorded and skipped. With ``save`` the
-        winners go to your tuned table, and calls lowered afterwards use them.
+        Candidates run on fresh copies of the case's inputs (never inside a traced
+        program). One whose outputs differ from the reference's (``jax_raw``, else
+        the default) beyond the per-dtype tolerance, or that writes into its
+        inputs, is a ``mismatch``: reported, never chosen; one that fails is
+        recorded and skipped; one whose first call does not return within its share
+        of ``max_seconds`` is abandoned (``timeout``). The winner is the default
+        unless a candidate is faster beyond the measured spread (see
+        ``docs/tuning.md``). With ``save`` the winners go to your tuned table, and
+        calls lowered afterwards use them.
+
+        Every argument is checked before anything runs; with ``save``, so is the
+        table it will write.
 
         Args:
-            platform: a platform, several, or None for all present.
-            configs: the cases (default: the benchmark data).
-            backends: only these backends (default: all registered and usable).
-            max_seconds: the whole run's time budget.
-            max_candidates: at most this many candidates per case.
+            platform: a platform, a list of them, or None for all present.
+            configs: the cases, a list of ``BenchmarkConfig`` (default: the
+                benchmark data).
+            backends: a list of backend names to tune (default: all registered and
+                usable).
+            max_seconds: the whole run's time budget (> 0): no candidate starts
+                after it, and a first call that outlasts its share is abandoned.
+            max_candidates: at most this many candidates per case (>= 1; the others
+                are not tried, and not written).
             save: record the winners in the user's tuned table.
             verbose: print the report as it goes.
             rtol: the relative tolerance (default: the per-dtype one of
@@ -169,12 +194,19 @@ class TuningMixin:
             passes: how many times every case is timed, each pass after all the
                 cases had the previous one, so a choice holds across the states
                 a shared machine passes through (see ``polykernel.tuning.timing``).
+            contention: time one more pass with the machine's other cores busy,
+                and prefer, among candidates tied on the idle machine, the one
+                that holds up under that load.
 
         Returns:
             A :class:`~polykernel.tuning.report.TuneReport`.
 
         Raises:
-            TuningError: called inside a traced function, no cases, or no platform.
+            TuningTypeError: an argument of the wrong type.
+            TuningValueError: an argument out of range, an unknown or repeated
+                platform or backend.
+            TuningError: called inside a traced function, no cases, no platform,
+                or (with ``save``) a tuned table that cannot be written.
         """
         from ..tuning.session import run_tuning
 
@@ -192,16 +224,20 @@ class TuningMixin:
             target_spread=target_spread,
             case_seconds=case_seconds,
             passes=passes,
+            contention=contention,
             key_of=self._key_of,
+            registered=self._registered,
         )
 
     def _key_of(
         self, platform: str, avals: Sequence[Any], outs: Any, statics: Mapping[str, Any]
-    ) -> tuned_table.Key:
+    ) -> Key:
         """The tuned-table key of a call: its launch parameters are not part of it
         (they are what the entry decides)."""
-        tuned_names = {n for s in self.tunables(platform).values() for n, _ in s}
-        kept = {k: v for k, v in statics.items() if k not in tuned_names}
-        return dispatching.make_key(
-            self.name, platform, avals, outs, kept, self._bucketer
+        names = {
+            n for b in self._table.backends(platform)
+            for n in self._table.entry(platform, b).tunable_names
+        }  # fmt: skip
+        return make_key(
+            self.name, platform, avals, outs, statics, self._bucketer, names
         )

@@ -121,44 +121,49 @@ def config_dir() -> Path:
     return _user_dir("XDG_CONFIG_HOME", ".config")
 
 
-def ensure_private_dir(path: Path) -> Path:
+def ensure_private_dir(path: Path, env: str = CACHE_ENV) -> Path:
     """Create ``path`` (owner-only) if needed and check nobody else can write to it.
 
     A shared library must never be loaded from a directory other users can write, since
-    they could swap the file between our checksum check and ``dlopen``.
+    they could swap the file between our checksum check and ``dlopen``; a tuned table
+    in such a directory could be swapped for one that picks another kernel. ``env``
+    is the variable that points at the directory (``$POLYKERNEL_CACHE_DIR``, or
+    ``$POLYKERNEL_CONFIG_DIR`` for the config directory): the messages name it.
 
     Raises:
         CacheError: the directory cannot be created, is not a directory, is owned by
             another user, or is writable by group or others.
     """
     path = Path(path)
+    what = "config" if env == CONFIG_ENV else "cache"
+    where = f"polykernel {what}"
     if path.exists() and not path.is_dir():
         raise CacheError(
-            f"polykernel cache: '{path}' exists but is not a directory. "
-            f"Remove it or point ${CACHE_ENV} elsewhere."
+            f"{where}: '{path}' exists but is not a directory. "
+            f"Remove it or point ${env} elsewhere."
         )
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as err:
         raise CacheError(
-            f"polykernel cache: cannot create directory '{path}' ({err.strerror}). "
-            f"Point ${CACHE_ENV} at a writable directory you own."
+            f"{where}: cannot create directory '{path}' ({err.strerror}). "
+            f"Point ${env} at a writable directory you own."
         ) from err
     try:
         info = path.stat()
     except OSError as err:  # pragma: no cover - raced removal
-        raise CacheError(f"polykernel cache: cannot stat '{path}': {err}") from err
+        raise CacheError(f"{where}: cannot stat '{path}': {err}") from err
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         raise CacheError(
-            f"polykernel cache: '{path}' is owned by uid {info.st_uid}, not by you "
-            f"(uid {os.getuid()}); refusing to load code from it. "
-            f"Point ${CACHE_ENV} at a directory you own."
+            f"{where}: '{path}' is owned by uid {info.st_uid}, not by you "
+            f"(uid {os.getuid()}); refusing to use it. "
+            f"Point ${env} at a directory you own."
         )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise CacheError(
-            f"polykernel cache: '{path}' is writable by group or others "
-            f"(mode {stat.S_IMODE(info.st_mode):o}); refusing to load code from it. "
-            f"Run `chmod go-w '{path}'` or point ${CACHE_ENV} elsewhere."
+            f"{where}: '{path}' is writable by group or others "
+            f"(mode {stat.S_IMODE(info.st_mode):o}); refusing to use it. "
+            f"Run `chmod go-w '{path}'` or point ${env} elsewhere."
         )
     return path
 

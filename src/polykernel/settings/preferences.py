@@ -57,11 +57,11 @@ def _check_platform(where: str, platform: object) -> str:
 def set_backend(platform: PlatformName, backend: str | None) -> None:
     """Prefer ``backend`` on ``platform`` for every primitive that registered it.
 
-    Precedence when a call runs: the call's ``backend=`` argument, then this choice
-    (only for primitives that registered ``backend`` for ``platform``; others warn
-    once and fall through), then the primitive's ``set_default``, then a persisted
-    tuned default, then ``asdefault=True`` / the first registered backend. A change
-    reaches functions jitted earlier on their next call. ``None`` clears the choice.
+    It is level 2 of dispatch's precedence (``docs/tuning.md``: after the call's
+    ``backend=``, before the primitive's ``set_default`` and tuned entries); it
+    applies only to primitives that registered ``backend`` for ``platform`` (others
+    warn once and fall through). A change reaches functions jitted earlier on their
+    next call. ``None`` clears the choice.
 
     This is a setup-time, process-wide control; for a thread-safe per-call choice
     pass ``backend=`` to the primitive instead.

@@ -10,59 +10,58 @@ every backend.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["Candidate", "enumerate_candidates"]
+from ..dispatch.records import Choice
+
+__all__ = ["Candidate", "count_candidates", "enumerate_candidates"]
 
 #: ``backend -> ((name, candidate values), ...)``: what a primitive registered.
 Tunables = Mapping[str, Sequence[tuple[str, Sequence[Any]]]]
 
-
-@dataclasses.dataclass(frozen=True)
-class Candidate:
-    """One backend with one value of each of its tunable parameters."""
-
-    backend: str
-    params: tuple[tuple[str, Any], ...] = ()
-
-    @property
-    def label(self) -> str:
-        """``backend`` or ``backend(BLOCK=256, num_warps=4)``."""
-        if not self.params:
-            return self.backend
-        inner = ", ".join(f"{k}={v!r}" for k, v in self.params)
-        return f"{self.backend}({inner})"
+#: One backend with one value of each of its launch parameters (a table's
+#: :class:`~polykernel.dispatch.Choice`: the tuner and the table share the record).
+Candidate = Choice
 
 
-def _combinations(spec: Sequence[tuple[str, Sequence[Any]]]) -> list[tuple]:
+def _combinations(
+    backend: str, spec: Sequence[tuple[str, Sequence[Any]]]
+) -> Iterator[Choice]:
     names = [name for name, _ in spec]
-    return [
-        tuple(zip(names, values, strict=True))
-        for values in itertools.product(*(v for _, v in spec))
-    ]
+    for values in itertools.product(*(v for _, v in spec)):
+        yield Choice.of(backend, zip(names, values, strict=True))
+
+
+def count_candidates(tunables: Tunables) -> int:
+    """How many candidates ``tunables`` has (without listing them)."""
+    return sum(math.prod(len(v) for _, v in spec) for spec in tunables.values())
+
+
+def _ordered(tunables: Tunables) -> Iterator[Choice]:
+    streams = [_combinations(b, spec) for b, spec in tunables.items()]
+    firsts = [next(s) for s in streams]
+    yield from firsts
+    for batch in itertools.zip_longest(*streams):
+        yield from (c for c in batch if c is not None)
 
 
 def enumerate_candidates(
     tunables: Tunables, max_candidates: int | None = None
-) -> tuple[list[Candidate], list[Candidate]]:
-    """``(kept, cut)``: every candidate of ``tunables`` in the order above, the
-    first ``max_candidates`` kept (all when None).
+) -> tuple[list[Candidate], int]:
+    """``(kept, n_cut)``: the first ``max_candidates`` candidates of ``tunables``
+    in the order above (all when None) and how many were left out (never listed:
+    a grid of 300 x 300 values is not materialised to keep 3).
 
     Example:
         >>> from polykernel.tuning.candidates import enumerate_candidates
         >>> kept, cut = enumerate_candidates(
         ...     {"numba": [("parallel", [False, True])], "jax_raw": []}, 2)
-        >>> [c.label for c in kept], [c.label for c in cut]
-        (['numba(parallel=False)', 'jax_raw'], ['numba(parallel=True)'])
+        >>> [c.label for c in kept], cut
+        (['numba(parallel=False)', 'jax_raw'], 1)
     """
-    per_backend = {b: _combinations(spec) for b, spec in tunables.items()}
-    ordered = [Candidate(b, combos[0]) for b, combos in per_backend.items()]
-    rests = [[Candidate(b, c) for c in combos[1:]] for b, combos in per_backend.items()]
-    for batch in itertools.zip_longest(*rests):
-        ordered.extend(c for c in batch if c is not None)
-    if max_candidates is None:
-        return ordered, []
-    return ordered[:max_candidates], ordered[max_candidates:]
+    total = count_candidates(tunables)
+    limit = total if max_candidates is None else min(max_candidates, total)
+    return list(itertools.islice(_ordered(tunables), limit)), total - limit

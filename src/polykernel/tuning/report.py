@@ -8,14 +8,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..settings.tuned_table import Choice, Key, TunedEntry
+from ..dispatch.records import Choice, Entry, Key, Measurement
 from .candidates import Candidate
 
 __all__ = ["Measured", "TuneReport", "TunedCase"]
 
-#: What became of a candidate: timed, refused because its outputs differ from the
-#: reference's, failed to build or run, or not tried (the budget cut it).
-STATUSES = ("ok", "mismatch", "error", "cut")
+#: What became of a candidate: timed; refused because its outputs (or its inputs)
+#: differ from the reference's; failed to build or run; abandoned past its share of
+#: the budget; not tried (the budget cut it).
+STATUSES = ("ok", "mismatch", "error", "timeout", "cut")
 WIDTH = 100
 
 
@@ -31,37 +32,44 @@ class Measured:
     spread: float | None = None
     detail: str = ""
     chosen: bool = False
-    #: Time relative to the case's fastest candidate, round by round (median), and
-    #: the spread of that ratio (IQR / median): see ``benchmark.paired``.
+    #: Time relative to the case's fastest candidate, round by round (median), the
+    #: spread of that ratio (IQR / median), the half-width of its interval and the
+    #: rounds behind it: see ``benchmark.paired`` and ``tuning.timing``.
     ratio: float = 1.0
     ratio_spread: float = 0.0
+    ratio_error: float = 0.0
+    rounds: int = 0
+    #: The ratio with the machine's other cores busy (``tune(contention=True)``).
+    loaded_ratio: float | None = None
 
     def choice(self) -> Choice:
-        return Choice(
-            self.candidate.backend,
-            self.candidate.params,
-            float(self.median_s or 0.0),
-            float(self.spread or 0.0),
+        return self.candidate
+
+    def record(self) -> Measurement:
+        """This candidate as a table records it."""
+        ok = self.status == "ok"
+        return Measurement(
+            self.candidate,
+            self.status,
+            self.median_s,
+            self.spread,
+            self.ratio if ok else None,
+            self.ratio_spread if ok else None,
+            self.ratio_error if ok else None,
+            self.rounds if ok else 0,
+            self.loaded_ratio if ok else None,
+            self.detail,
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": self.candidate.backend,
-            "params": dict(self.candidate.params),
-            "status": self.status,
-            "median_s": self.median_s,
-            "spread": self.spread,
-            "detail": self.detail,
-            "chosen": self.chosen,
-            "ratio": self.ratio if self.status == "ok" else None,
-            "ratio_spread": self.ratio_spread if self.status == "ok" else None,
-        }
+        return {**self.record().to_json(), "chosen": self.chosen}
 
 
 @dataclasses.dataclass
 class TunedCase:
     """One tuned case: its label, key, operand shapes, the reference candidate's
-    label, every candidate and the entry recorded (None when nothing ran)."""
+    label, every candidate tried, how many ``max_candidates`` left out, notes, and
+    the entry recorded (None when nothing was timed)."""
 
     label: str
     key: Key
@@ -69,7 +77,9 @@ class TunedCase:
     reference: str
     measured: list[Measured] = dataclasses.field(default_factory=list)
     stopped_by: str = ""
-    entry: TunedEntry | None = None
+    entry: Entry | None = None
+    not_tried: int = 0
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def winner(self) -> Measured | None:
@@ -88,9 +98,10 @@ class TuneReport:
     saved_to: Path | None = None
     machine: dict[str, Any] = dataclasses.field(default_factory=dict)
     passes: int = 1
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
-    def entries(self) -> list[TunedEntry]:
+    def entries(self) -> list[Entry]:
         return [c.entry for c in self.cases if c.entry is not None]
 
     def winners(self) -> dict[str, str]:
@@ -105,20 +116,23 @@ class TuneReport:
         ]
         for case in self.cases:
             lines.append(
-                _fit(
-                    f"{case.key.platform} {case.label}  shapes {case.shapes}"
-                    f"  reference {case.reference}"
-                )
+                _fit(f"{case.key.platform} {case.label}  shapes {case.shapes}")
             )
+            lines.append(_fit(f"  reference {case.reference}"))
             ok = sorted(
-                (m for m in case.measured if m.status == "ok"),
-                key=lambda m: m.ratio,
+                (m for m in case.measured if m.status == "ok"), key=lambda m: m.ratio
             )
             for m in ok + [m for m in case.measured if m.status != "ok"]:
                 lines.append(_row(m))
+            if case.not_tried:
+                lines.append(
+                    _fit(f"   {case.not_tried} more not tried (max_candidates)")
+                )
+            lines += [_fit(f"   note: {n}") for n in case.notes]
         if self.cut:
             lines.append(f"cut by the budget: {len(self.cut)}")
             lines += [_fit(f"  {c}") for c in self.cut]
+        lines += [_fit(f"note: {n}") for n in self.notes]
         if self.saved_to is not None:
             lines.append(_fit(f"saved to {self.saved_to}"))
         return "\n".join(lines)
@@ -132,16 +146,19 @@ class TuneReport:
             "machine": self.machine,
             "passes": self.passes,
             "cut": self.cut,
+            "notes": self.notes,
             "saved_to": str(self.saved_to) if self.saved_to else None,
             "cases": [
                 {
                     "label": c.label,
                     "platform": c.key.platform,
                     "shapes": c.shapes,
-                    "bucket": list(c.key.bucket),
+                    "bucket": None if c.key.bucket is None else list(c.key.bucket),
                     "signature": c.key.signature,
                     "reference": c.reference,
                     "stopped_by": c.stopped_by,
+                    "not_tried": c.not_tried,
+                    "notes": c.notes,
                     "candidates": [m.to_json() for m in c.measured],
                 }
                 for c in self.cases
@@ -162,11 +179,11 @@ def _fit(text: str) -> str:
 def _row(m: Measured) -> str:
     mark = "*" if m.chosen else " "
     if m.status == "ok" and m.median_s is not None:
+        loaded = f" {m.loaded_ratio:5.2f}x loaded" if m.loaded_ratio is not None else ""
         text = (
-            f" {mark} {m.candidate.label:<44} {m.median_s * 1e3:10.4f} ms "
-            f"±{(m.spread or 0) * 100:4.1f}% {m.ratio:5.2f}x "
-            f"±{m.ratio_spread * 100:.0f}%"
+            f" {mark} {m.candidate.label:<40} {m.median_s * 1e3:9.4f} ms "
+            f"{m.ratio:5.2f}x ±{m.ratio_error * 100:.0f}%{loaded}"
         )
     else:
-        text = f"   {m.candidate.label:<44} {m.status}: {m.detail}"
+        text = f"   {m.candidate.label:<40} {m.status}: {m.detail}"
     return _fit(text)

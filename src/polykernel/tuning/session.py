@@ -1,35 +1,41 @@
-"""One ``op.tune()`` call: which platforms, cases and candidates, then save.
+"""One ``op.tune()`` call: its arguments checked, the platforms, cases and
+candidates, then the winners saved.
 
-:func:`run_tuning` picks the platforms (those the primitive has kernels for and JAX
-has devices of), the cases (the benchmark data per platform, or the caller's), the
-candidates (every registered backend usable here, optionally filtered, each with its
-tunable parameters) and the reference (``jax_raw`` when registered, else the
-platform's default backend with its first parameters); it runs
-:func:`.runner.tune_platform` per platform under one time budget and records the
-winners in the user's tuned table (:mod:`polykernel.settings.tuned_table`), after
-which functions jitted earlier lower again on their next call.
+:func:`run_tuning` checks every argument first (:mod:`.options`) and, when the
+winners are to be saved, that the user's table can be written
+(:func:`polykernel.dispatch.writing.check_writable`) — so a mistake is a clear
+error before anything is measured, never after. It then picks the platforms (those
+the primitive has kernels for and JAX has devices of), the cases (the benchmark
+data per platform, or the caller's), the candidates (every registered backend
+usable here, optionally only some, each with its launch parameters), the reference
+(``jax_raw`` when registered, else the default) and the default (what a call gets
+untuned); it runs :func:`.runner.tune_platform` per platform under one time budget
+and records the winners in the user's tuned table, after which functions jitted
+earlier lower again on their next call.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import _jax_compat, backends as backend_table
+from ..benchmark.config import BenchmarkConfig
 from ..benchmark.machine import machine_info
-from ..errors import TuningError
-from ..settings.tuned_table import record_entries
+from ..dispatch import writing
+from ..errors import TuningError, TuningTypeError
 from .candidates import Candidate
+from .options import check_backends, check_options, check_platforms
 from .report import TuneReport
-from .runner import TuneOptions, tune_platform
+from .runner import tune_platform
 
 __all__ = ["run_tuning"]
 
 
-def _platforms(op: Any, platform: str | Sequence[str] | None) -> list[str]:
+def _platforms(op: Any, wanted: list[str] | None) -> list[str]:
     import jax
 
-    wanted = [platform] if isinstance(platform, str) else platform
     have = [p for p in ("cpu", "gpu", "tpu") if op.available_backends(p)]
     chosen = have if wanted is None else [p for p in wanted if p in have]
     if wanted is not None and len(chosen) != len(wanted):
@@ -76,88 +82,121 @@ def _tunables(op: Any, platform: str, only: Sequence[str] | None) -> dict[str, A
     return found
 
 
-def _reference(op: Any, platform: str) -> Candidate:
+def _reference(op: Any, platform: str, default: Candidate) -> Candidate:
     registered = op.tunables(platform)
     refs = [
         b
         for b in registered
         if (bk := backend_table.lookup(b)) is not None and bk.reference
     ]
-    name = refs[0] if refs else op.get_default(platform)
-    spec = registered[name]
-    return Candidate(name, tuple((n, values[0]) for n, values in spec))
+    if not refs:
+        return default
+    return Candidate.of(refs[0], {n: values[0] for n, values in registered[refs[0]]})
 
 
 def _configs(op: Any, platform: str, configs: Sequence[Any] | None) -> list[Any]:
-    if configs is not None:
-        return list(configs)
-    data = op.benchmark_data_function
-    if data is None:
-        raise TuningError(
-            f"XLACustomKernel '{op.name}'.tune(): no cases: register benchmark data "
-            f"with def_benchmark_data(fn), or pass configs=[BenchmarkConfig(...)]."
+    if configs is None:
+        data = op.benchmark_data_function
+        if data is None:
+            raise TuningError(
+                f"XLACustomKernel '{op.name}'.tune(): no cases: register benchmark "
+                f"data with def_benchmark_data(fn), or pass "
+                f"configs=[BenchmarkConfig(...)]."
+            )
+        configs = data(platform=platform)
+    if isinstance(configs, BenchmarkConfig) or not isinstance(configs, Sequence):
+        raise TuningTypeError(
+            f"XLACustomKernel '{op.name}'.tune(): configs must be a list of "
+            f"BenchmarkConfig, got {type(configs).__name__}."
         )
-    return list(data(platform=platform))
+    bad = [c for c in configs if not isinstance(c, BenchmarkConfig)]
+    if bad:
+        raise TuningTypeError(
+            f"XLACustomKernel '{op.name}'.tune(): configs must hold BenchmarkConfig "
+            f"objects only, got {type(bad[0]).__name__}: {bad[0]!r:.60}."
+        )
+    if not configs:
+        raise TuningError(
+            f"XLACustomKernel '{op.name}'.tune(): no cases (configs is empty)."
+        )
+    return list(configs)
 
 
 def run_tuning(
     op: Any,
     *,
-    platform: str | Sequence[str] | None,
-    configs: Sequence[Any] | None,
-    backends: Sequence[str] | None,
-    save: bool,
+    platform: Any,
+    configs: Any,
+    backends: Any,
+    save: Any,
     key_of: Callable[..., Any],
-    max_seconds: float,
-    max_candidates: int | None,
-    verbose: bool,
-    rtol: float | None,
-    atol: float | None,
-    target_spread: float,
-    case_seconds: float,
-    passes: int,
+    registered: Callable[[str], Any],
+    max_seconds: Any,
+    max_candidates: Any,
+    verbose: Any,
+    rtol: Any,
+    atol: Any,
+    target_spread: Any,
+    case_seconds: Any,
+    passes: Any,
+    contention: Any = False,
 ) -> TuneReport:
     """See ``XLACustomKernel.tune``."""
+    started = time.perf_counter()
+    where = f"XLACustomKernel '{op.name}'.tune()"
     if _jax_compat.tracing():
         raise TuningError(
-            f"XLACustomKernel '{op.name}'.tune(): tuning runs kernels eagerly on fresh "
-            f"buffers and cannot run inside jit, vmap or grad (it was called inside a "
-            f"traced function). Call it at the top level, before jitting."
+            f"{where}: tuning runs kernels eagerly on fresh buffers and cannot run "
+            f"inside jit, vmap or grad (it was called inside a traced function). "
+            f"Call it at the top level, before jitting."
         )
-    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
-        raise TuningError(
-            f"XLACustomKernel '{op.name}'.tune(): passes must be an integer >= 1 (how "
-            f"many times every case is timed), got {passes!r}."
+    options = check_options(
+        op.name, max_seconds=max_seconds, max_candidates=max_candidates,
+        target_spread=target_spread, case_seconds=case_seconds, passes=passes,
+        rtol=rtol, atol=atol, verbose=verbose, contention=contention,
+    )  # fmt: skip
+    if not isinstance(save, bool):
+        raise TuningTypeError(f"{where}: save must be True or False, got {save!r:.60}.")
+    wanted = check_platforms(op.name, platform)
+    every = sorted({b for p in ("cpu", "gpu", "tpu") for b in op.available_backends(p)})
+    only = check_backends(op.name, backends, every)
+    platforms = _platforms(op, wanted)
+    if save:
+        writing.check_writable()
+    plans = []
+    for p in platforms:
+        kernels = registered(p)
+        default = Candidate.of(
+            kernels.default, {n: c[0] for n, c in kernels.kernels[kernels.default]}
         )
-    options = TuneOptions(
-        max_seconds,
-        max_candidates,
-        n_runs=10,
-        target_spread=target_spread,
-        case_seconds=case_seconds,
-        passes=passes,
-        rtol=rtol,
-        atol=atol,
-        verbose=verbose,
-    )
-    report = TuneReport(op.name, machine=machine_info(), passes=passes)
+        plans.append(
+            (p, _configs(op, p, configs), _tunables(op, p, only), default, kernels)
+        )
+    report = TuneReport(op.name, machine=machine_info(), passes=options.passes)
     call = op.call if op.call_function is not None else op
     entries = []
-    for p in _platforms(op, platform):
+    for p, cases, tunables, default, kernels in plans:
         entries += tune_platform(
             op,
             p,
-            _configs(op, p, configs),
+            cases,
             call=call,
             key_of=key_of,
-            tunables=_tunables(op, p, backends),
-            reference=_reference(op, p),
+            tunables=tunables,
+            reference=_reference(op, p, default),
+            default=default,
+            identity=kernels.identity,
             options=options,
             report=report,
+            started=started,
         )
     if save and entries:
-        report.saved_to = record_entries(entries)
+        try:
+            report.saved_to = writing.record_entries(entries)
+        except TuningError as err:  # raced since the check: the report stays on it
+            err.report = report  # type: ignore[attr-defined]
+            raise
         _jax_compat.bump_dispatch_epoch()
-    if verbose:
+    if options.verbose:
         print(report.table())
     return report

@@ -25,6 +25,14 @@ way that repeats from one process to the next. Three measures serve that:
 A first round of three intervals drops candidates slower than :data:`OUT_OF_RACE`
 times the fastest from the pass (their threads would only disturb the others);
 their ratio is taken from those three rounds.
+
+Each ratio comes with the half-width of its interval (``error``): the notch of its
+round-by-round ratios over all the passes' rounds, or half the range of its
+per-pass ratios when the passes disagree more than that. The one rule that turns
+ratios into a winner (:mod:`polykernel.dispatch.ranking`) compares by it.
+
+A pass never starts an interval after its ``deadline``: the tuner's budget bounds
+the timing too (a call in flight finishes).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import numpy as np
 from ..benchmark.paired import fastest_paired, ratio_to
 from ..benchmark.record import relative_iqr
 from ..benchmark.sampling import StopRule, sample_interleaved
+from ..dispatch.ranking import interval_error
 
 __all__ = [
     "INTERVAL_S",
@@ -66,8 +75,9 @@ MAX_CALLS = 1000
 @dataclasses.dataclass(frozen=True)
 class CandidateTimes:
     """One candidate in one pass (or all passes combined): per-call seconds (median,
-    IQR / median), the time relative to the fastest (round by round) and that
-    ratio's spread, or the error that dropped it."""
+    IQR / median), the time relative to the fastest (round by round), that ratio's
+    spread and the rounds behind it, the half-width of its interval, or the error
+    that dropped it."""
 
     median_s: float = math.nan
     spread: float = math.nan
@@ -75,6 +85,8 @@ class CandidateTimes:
     ratio_spread: float = math.nan
     raced: bool = True
     error: BaseException | None = None
+    rounds: int = 0
+    ratio_error: float = math.nan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,14 +110,17 @@ def time_pass(
     n_warmup: int,
     rule: StopRule,
     block: Callable[[Any], Any],
+    deadline: float | None = None,
 ) -> PassTimes:
     """Time ``calls`` (name -> zero-argument call) once: warm-up, three rounds of
-    every candidate, then rounds of those still in the race under ``rule``."""
+    every candidate, then rounds of those still in the race under ``rule``; no
+    call starts after ``deadline`` (a ``time.perf_counter()`` time), and a
+    candidate the deadline left untimed is not in the result."""
     one: dict[str, float] = {}
     errors: dict[str, BaseException] = {}
     for _ in range(max(1, n_warmup)):
         for name, fn in calls.items():
-            if name in errors:
+            if name in errors or _past(deadline):
                 continue
             t0 = time.perf_counter()
             try:
@@ -121,9 +136,10 @@ def time_pass(
         block=block,
         n_batch_per_run=_counts(one, INTERVAL_S),
         n_settle=_counts(one, SETTLE_S),
+        deadline=deadline,
     )
     first = sample(live, StopRule(3))
-    medians = {n: float(np.median(t)) for n, t in first.times_s.items()}
+    medians = {n: float(np.median(t)) for n, t in first.times_s.items() if t}
     best = min(medians.values(), default=0.0)
     racing = {n: live[n] for n, m in medians.items() if m <= OUT_OF_RACE * best}
     sampled = sample(racing, rule)
@@ -135,20 +151,25 @@ def time_pass(
         if name in errors:
             found[name] = CandidateTimes(error=errors[name])
             continue
-        raced = name in sampled.times_s
+        raced = bool(sampled.times_s.get(name))
         pool = sampled.times_s if raced else first.times_s
-        samples = pool[name]
-        ratio, ratio_spread = (
-            ratio_to(pool, name, winner) if winner is not None else (1.0, 0.0)
-        )
+        samples = pool.get(name, [])
+        if not samples or winner is None or not pool.get(winner):
+            continue  # the deadline came before its first interval: not timed
+        ratio, ratio_spread = ratio_to(pool, name, winner)
         found[name] = CandidateTimes(
             float(np.median(samples)),
             relative_iqr(samples) or 0.0,
             ratio,
             ratio_spread,
             raced,
+            rounds=len(samples),
         )
     return PassTimes(found, sampled.stopped_by)
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
 
 
 def combine_passes(passes: Sequence[PassTimes]) -> dict[str, CandidateTimes]:
@@ -168,7 +189,7 @@ def combine_passes(passes: Sequence[PassTimes]) -> dict[str, CandidateTimes]:
         ...  combine_passes([fast_then_slow, b_collapses]).items()}
         {'a': 1.0, 'b': 1.327}
     """
-    names = list(passes[0].candidates) if passes else []
+    names = list(dict.fromkeys(n for p in passes for n in p.candidates))
     combined: dict[str, CandidateTimes] = {}
     for name in names:
         seen = [p.candidates[name] for p in passes if name in p.candidates]
@@ -180,12 +201,15 @@ def combine_passes(passes: Sequence[PassTimes]) -> dict[str, CandidateTimes]:
         mean = float(np.exp(np.mean(np.log(ratios))))
         across = float((ratios.max() - ratios.min()) / mean) if len(seen) > 1 else 0.0
         within = float(np.median([c.ratio_spread for c in seen]))
+        rounds = sum(c.rounds for c in seen)
         combined[name] = CandidateTimes(
             float(np.median([c.median_s for c in seen])),
             float(np.median([c.spread for c in seen])),
             mean,
             max(within, across),
             all(c.raced for c in seen),
+            rounds=rounds,
+            ratio_error=max(interval_error(within, rounds), across / 2),
         )
     best = min(
         (c.ratio for c in combined.values() if c.error is None), default=math.nan

@@ -1,0 +1,136 @@
+"""Saved defaults of older versions (``defaults.json``), read as table entries.
+
+Before one table held every measured choice, ``polykernel benchmark
+--save-defaults`` wrote ``{primitive: {platform: backend}}`` to ``defaults.json`` in
+the config directory. A file left by those versions is still honoured: it is read
+once per process (again only if it changes), each pair becoming a saved-default
+entry for any device, shape and signature (:class:`~.records.Scope` ``SAVED``),
+with one :class:`~polykernel.errors.PolykernelDeprecationWarning` saying where
+saved defaults live now. Nothing writes this file any more;
+:func:`clear_legacy` removes pairs from it (``polykernel defaults clear``,
+``polykernel tune --clear``) and deletes it once it is empty.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import PolykernelDeprecationWarning, TuningWarning
+from ..settings.paths import config_dir
+from .files import FileProblem, locked, read_regular, write_json
+from .records import ANY, Choice, Entry, Key, Scope
+
+__all__ = ["clear_legacy", "legacy_entries", "legacy_path"]
+
+FILE_NAME = "defaults.json"
+
+_lock = threading.Lock()
+_cache: dict[str, tuple[tuple[int, ...], dict[str, list[Entry]]]] = {}
+_warned: set[str] = set()
+
+
+def legacy_path() -> Path:
+    """Where older versions saved defaults (it may not exist)."""
+    return config_dir() / FILE_NAME
+
+
+def _warn_once(key: str, message: str, category: type[Warning]) -> None:
+    with _lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, category, stacklevel=5)
+
+
+def _pairs(raw: object) -> list[tuple[str, str, str]]:
+    if not isinstance(raw, dict):
+        raise ValueError("expected an object {primitive: {platform: backend}}")
+    found = []
+    for name, per_platform in raw.items():
+        if not isinstance(per_platform, dict):
+            continue
+        for platform, backend in per_platform.items():
+            if (
+                isinstance(platform, str)
+                and platform
+                and isinstance(backend, str)
+                and backend
+            ):
+                found.append((str(name), platform, backend))
+    return found
+
+
+def legacy_entries() -> dict[str, list[Entry]]:
+    """The legacy file's pairs as saved-default entries, per primitive ({} when the
+    file is absent; a damaged one is one TuningWarning and {})."""
+    path = legacy_path()
+    try:
+        found = read_regular(path)
+    except FileProblem as err:
+        _warn_once(f"{path}:{err}", f"polykernel saved defaults {path}: {err}; they "
+                   f"are ignored.", TuningWarning)  # fmt: skip
+        return {}
+    if found is None:
+        return {}
+    text, stamp = found
+    with _lock:
+        cached = _cache.get(str(path))
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+    try:
+        pairs = _pairs(json.loads(text))
+    except (ValueError, RecursionError) as err:
+        _warn_once(f"{path}:bad", f"polykernel saved defaults {path}: not a saved-"
+                   f"defaults file ({str(err)[:80]}); it is ignored. Delete it "
+                   f"(`polykernel defaults clear`).", TuningWarning)  # fmt: skip
+        pairs = []
+    entries: dict[str, list[Entry]] = {}
+    for name, platform, backend in pairs:
+        key = Key(name, platform, ANY, ANY, ANY, None)
+        entry = Entry(key, Scope.SAVED, Choice(backend), kernels=None, source=str(path))
+        entries.setdefault(name, []).append(entry)
+    if entries:
+        _warn_once(
+            str(path),
+            f"polykernel: {path} holds saved defaults of an older polykernel; they "
+            f"are used as saved-default entries of the tuned table (deprecated). "
+            f"Save them again with `polykernel benchmark ... --save-defaults`, which "
+            f"writes {config_dir() / 'tuned.json'}, then `polykernel defaults "
+            f"clear` removes the old file.",
+            PolykernelDeprecationWarning,
+        )
+    with _lock:
+        _cache[str(path)] = (stamp, entries)
+    return entries
+
+
+def clear_legacy(primitives: Iterable[str] | None = None) -> list[str]:
+    """Remove the pairs of ``primitives`` (all when None) from the legacy file,
+    deleting it once it holds none; return the primitives removed."""
+    path = legacy_path()
+    if not path.exists():
+        return []
+    with locked(path):
+        try:
+            found = read_regular(path)
+            raw = json.loads(found[0]) if found else {}
+        except (FileProblem, ValueError, RecursionError):
+            return []  # not ours to rewrite: reading it already warned
+        if not isinstance(raw, dict):
+            return []
+        wanted = set(raw) if primitives is None else set(primitives)
+        removed = sorted(n for n in wanted if n in raw)
+        for name in removed:
+            del raw[name]
+        if not removed:
+            return []
+        if raw:
+            write_json(path, raw)
+        else:
+            os.unlink(path)
+    return removed

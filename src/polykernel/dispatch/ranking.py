@@ -1,0 +1,107 @@
+"""The one rule for "fastest": which measured candidate a table records as the winner.
+
+Used wherever polykernel turns timings into a choice — a tuned case
+(:mod:`polykernel.tuning`), a saved default (``polykernel benchmark
+--save-defaults``), a bucket between two tuned ones (:mod:`.lookup`) — so a choice
+means the same thing whichever command made it.
+
+Each candidate comes with its time relative to the fastest (``ratio``, 1.0 for the
+fastest) and the uncertainty of that ratio (``error``: the half-width of its
+interval, relative). Two candidates whose ratios differ by less than the larger
+of their errors, or by less than :data:`RESOLUTION`, are *tied*: a timing on a
+shared machine cannot order them, and a rule that picked the one measured first
+would change its pick from one run to the next. Among the candidates tied with the
+fastest, the winner is, in this order:
+
+1. the **default** (the backend's untuned choice), so a tuned pick replaces the
+   default only where it is faster beyond the measured spread — tuning never makes
+   a call slower than not tuning;
+2. else the one that **holds up under contention** (the smallest ratio measured
+   with the machine's other cores busy, within :data:`RESOLUTION`; the first in
+   the fixed order among those), when that was measured;
+3. else the **first in a fixed order** (the order candidates are declared), never
+   whichever happened to measure fastest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+__all__ = ["NOTCH", "RESOLUTION", "Scored", "choose", "interval_error", "tied"]
+
+#: Differences below this (relative) are never acted on: a timing on a shared
+#: machine does not resolve them (measured here: the same kernel's paired ratio to
+#: itself moves by 1-3% between runs).
+RESOLUTION = 0.03
+#: The half-width of a median's ~95% interval is NOTCH * IQR / sqrt(n) (the notch
+#: of McGill, Tukey and Larsen's box plots).
+NOTCH = 1.57
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scored(Generic[T]):
+    """One candidate to rank: what it is (any object), its ratio to the fastest,
+    that ratio's relative uncertainty, and its ratio under contention (if
+    measured)."""
+
+    item: T
+    ratio: float
+    error: float = 0.0
+    loaded_ratio: float | None = None
+
+
+def interval_error(spread: float | None, n: int) -> float:
+    """The relative half-width of a median's interval from its spread (IQR /
+    median) over ``n`` samples (0 when either is unknown).
+
+    Example:
+        >>> from polykernel.dispatch.ranking import interval_error
+        >>> round(interval_error(0.2, 100), 4)
+        0.0314
+    """
+    if spread is None or not math.isfinite(spread) or n < 1:
+        return 0.0
+    return NOTCH * spread / math.sqrt(n)
+
+
+def tied(a: Scored, b: Scored) -> bool:
+    """Whether the ratios of ``a`` and ``b`` differ by less than the measurements
+    resolve."""
+    margin = max(RESOLUTION, a.error, b.error)
+    low, high = sorted((a.ratio, b.ratio))
+    return high <= low * (1.0 + margin)
+
+
+def choose(scored: Sequence[Scored[T]], default: T | None = None) -> Scored[T] | None:
+    """The winner of ``scored`` (in their fixed order) by the module's rule; None
+    when nothing was measured.
+
+    Example:
+        >>> from polykernel.dispatch.ranking import Scored, choose
+        >>> runs = [Scored("default", 1.02, 0.01), Scored("fast", 1.0, 0.01)]
+        >>> choose(runs, default="default").item      # within 3%: kept
+        'default'
+        >>> runs = [Scored("default", 1.30, 0.01), Scored("fast", 1.0, 0.01)]
+        >>> choose(runs, default="default").item      # faster beyond the spread
+        'fast'
+    """
+    usable = [s for s in scored if math.isfinite(s.ratio)]
+    if not usable:
+        return None
+    fastest = min(usable, key=lambda s: s.ratio)
+    near = [s for s in usable if tied(s, fastest)]
+    for s in near:
+        if default is not None and s.item == default:
+            return s
+    loaded = [s for s in near if s.loaded_ratio is not None]
+    if loaded:
+        best = min(s.loaded_ratio or 0.0 for s in loaded)
+        return next(
+            s for s in loaded if (s.loaded_ratio or 0.0) <= best * (1 + RESOLUTION)
+        )
+    return near[0]
