@@ -79,7 +79,8 @@ _BY_BUILTINS = {
     ],
     (OSError,): [pk.KernelLoadError, pk.CacheError, pk.BenchmarkWriteError],
     (FileNotFoundError,): [pk.KernelSourceNotFoundError],
-    (RuntimeError, ValueError): [pk.UnsupportedArchError],
+    (RuntimeError, ValueError): [pk.UnsupportedArchError, pk.TuningValueError],
+    (RuntimeError, TypeError): [pk.TuningTypeError],
     (TypeError, AssertionError): [pk.KernelTypeError],
     (TypeError, ValueError, AssertionError): [
         pk.UnsupportedDtypeError,

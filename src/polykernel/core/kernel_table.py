@@ -134,4 +134,5 @@ class KernelTable:
                 self._defaults.get(platform, ""),
                 self._runtime.get(platform),
                 identity,
+                tuple(self.platforms()),
             )

@@ -89,8 +89,9 @@ class Dispatch:
 def _no_kernel(registered: Registered) -> KernelFallbackExhaustedError:
     return KernelFallbackExhaustedError(
         f"XLACustomKernel '{registered.primitive}' has no kernel for platform "
-        f"'{registered.platform}'. Register one with def_kernel(backend, "
-        f"'{registered.platform}', generator), or run on a platform it has kernels for."
+        f"'{registered.platform}' (platforms with kernels: "
+        f"{list(registered.platforms)}). Register one with def_kernel(backend, "
+        f"'{registered.platform}', generator), or run on one of those platforms."
     )
 
 

@@ -47,6 +47,7 @@ class Registered:
         runtime_default: the backend ``set_default`` chose, if any.
         identity: ``backend -> its kernel identity`` (asked only when an entry
             needs checking; the caller caches it).
+        platforms: the platforms the primitive has kernels for (for messages).
     """
 
     primitive: str
@@ -55,6 +56,7 @@ class Registered:
     default: str
     runtime_default: str | None = None
     identity: Callable[[str], str] = lambda backend: ""
+    platforms: tuple[str, ...] = ()
 
     def default_choice(self, backend: str | None = None) -> Choice:
         """``backend`` (default: the registered default) with its first values."""

@@ -34,7 +34,7 @@ def test_catalog_registers_triton_for_gpu_without_importing_triton():
 
 
 def _generator(op, backend, platform):
-    return op._table.resolve(platform, backend).kernel_generator
+    return op._table.entry(platform, backend).kernel_generator
 
 
 def test_scaled_add_triton_kernel_matches_jax_raw_in_the_interpreter():
