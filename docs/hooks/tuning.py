@@ -4,8 +4,10 @@ Both come from ``docs/data/cpu/tuning.json``, written by
 ``python benchmarks/bench_tuning.py --docs docs/data/cpu/tuning.json``; none of the
 numbers is typed by hand. Markers in the page:
 
-    <!-- tuning: summary -->   per primitive: the targets, then per shape the reason,
-                               the pick, pick / fastest and fixed default / fastest
+    <!-- tuning: summary -->   per primitive: the targets, the regrets and the flip
+                               rate, then per shape the reason, the pick, pick /
+                               fastest and default / fastest, idle and with the
+                               other cores busy
     <!-- tuning: plot -->      a PNG: each backend's best median per shape (log-log),
                                dispatch's picks marked; lower is better
 
@@ -37,6 +39,37 @@ def _ratio(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}×"
 
 
+def _regret(r: dict[str, Any] | None) -> str:
+    if not r or r.get("median") is None:
+        return "–"
+    return f"{r['median']:+.0%} median, {r['worst']:+.0%} worst"
+
+
+def _targets(name: str, s: dict[str, Any], pc: dict[str, Any]) -> list[str]:
+    flips = s.get("flip_rate")
+    return [
+        f"**{name}**: the pick within 5% of the fastest on "
+        f"{s['tuned_within']:.0%} of the tuned shapes (target ≥ 90%), within 15% "
+        f"on {s['held_out_within']:.0%} of the held-out ones (target ≥ 80%); "
+        f"slower than the untuned default beyond the spread on "
+        f"{s.get('worse_than_default', '–')} shapes (target 0); winners that "
+        f"changed between two independent tuning runs: "
+        f"{'–' if flips is None else f'{flips:.0%}'} (target ≤ 10%); a tuned call "
+        f"under `jit` costs {pc['ratio']:.3f}× the same choice made explicitly "
+        f"(chained calls).",
+        "",
+        "| regret (time over the fastest, minus one) | idle | other cores busy |",
+        "|---|---|---|",
+        f"| dispatch's pick, tuned shapes | {_regret(s.get('regret_tuned'))} | "
+        f"{_regret(s.get('regret_loaded'))} (all shapes) |",
+        f"| dispatch's pick, held-out shapes | {_regret(s.get('regret_held_out'))} "
+        f"| |",
+        f"| the untuned default, all shapes | {_regret(s.get('default_regret'))} | "
+        f"{_regret(s.get('default_regret_loaded'))} |",
+        "",
+    ]
+
+
 def _summary() -> str:
     data = _load()
     machine = data.get("machine", {})
@@ -47,24 +80,20 @@ def _summary() -> str:
     ]
     for name, result in data["measured"].items():
         s = data["summary"][name]
-        pc = result["per_call"]
+        lines += _targets(name, s, result["per_call"])
         lines += [
-            f"**{name}**: the pick within 5% of the fastest on "
-            f"{s['tuned_within']:.0%} of the tuned shapes (target ≥ 90%), within 15% "
-            f"on {s['held_out_within']:.0%} of the held-out ones (target ≥ 80%); a "
-            f"tuned call under `jit` costs {pc['ratio']:.3f}× the same choice made "
-            f"explicitly (chained calls).",
-            "",
             "| shape | held out | reason | dispatch's pick | pick / fastest | "
-            "fixed default / fastest |",
-            "|---|---|---|---|---|---|",
+            "busy | default / fastest | busy |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for r in result["rows"]:
             case = r["case"].split(" ", 1)[1]
             lines.append(
                 f"| `{case}` | {'yes' if r['held_out'] else ''} | {r['reason']} | "
                 f"`{r['pick']}` | {_ratio(r.get('pick_ratio'))} | "
-                f"{_ratio(r.get('default_ratio'))} |"
+                f"{_ratio(r.get('pick_loaded'))} | "
+                f"{_ratio(r.get('default_ratio'))} | "
+                f"{_ratio(r.get('default_loaded'))} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -20,7 +20,7 @@ from polykernel.errors import (
     BenchmarkDataFnNotProvidedError,
     BenchmarkMismatchWarning,
 )
-from polykernel.settings import tuned_defaults
+from polykernel.dispatch import table
 
 FAST = {"n_warmup": 1, "n_runs": 3}
 
@@ -264,10 +264,42 @@ def test_save_defaults_persists_and_kernels_pick_it_up(make_op, tmp_path, monkey
         if r.backend == "numba":
             r.median_ms /= 2
     assert result.save_defaults() == {op.name: {"cpu": "numba"}}
-    assert tuned_defaults.persisted_default(op.name, "cpu") == "numba"
+    (saved,) = table.entries_for(op.name)
+    assert (saved.scope, saved.winner.backend, saved.key.bucket) == (
+        "saved_default", "numba", None)  # fmt: skip
     registry.unregister(op.name)
-    fresh = _op(op.name)  # same name, new process-like kernel
-    assert fresh.get_default("cpu") == "numba"
+    fresh = _op(op.name)  # same name and code, new process-like kernel
+    spec = jax.ShapeDtypeStruct((8,), np.float32)
+    d = fresh.dispatch(spec, outs=[spec], platform="cpu")
+    assert (d.backend, d.reason, d.level) == ("numba", "saved_default", 5)
+    assert fresh.get_default("cpu") == "jax_raw"  # the registry's own default
+
+
+def test_saved_defaults_keep_the_registered_default_within_the_spread(
+    make_op, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("POLYKERNEL_CONFIG_DIR", str(tmp_path / "cfg"))
+    op = make_op()
+    ticks = itertools.count(0.0, 0.001)
+    result = run_benchmark(op, platform="cpu", clock=lambda: next(ticks), **FAST)
+    for r in result:
+        if r.backend == "numba":
+            r.median_ms *= 0.99  # 1% faster: within what a timing resolves
+    assert result.save_defaults() == {op.name: {"cpu": "jax_raw"}}
+
+
+def test_records_not_measured_here_are_not_saved_as_defaults(tmp_path, monkeypatch):
+    monkeypatch.setenv("POLYKERNEL_CONFIG_DIR", str(tmp_path / "cfg"))
+    made = BenchmarkResult(
+        [pk.BenchmarkRecord("cpu", "a", "n=1", median_ms=1.0, primitive="p.q")]
+    )
+    with pytest.raises(
+        pk.BenchmarkValueError,
+        match=r"save_defaults: the records of \[\('p.q', 'cpu'\)\] were not measured "
+        r"by a benchmark run of this process",
+    ):
+        made.save_defaults()
+    assert not (tmp_path / "cfg").exists()
 
 
 def test_plans_give_one_progress_total_for_several_primitives(make_op):

@@ -122,18 +122,21 @@ def test_benchmark_outputs_files_and_defaults(env, tmp_path):
     assert "[1/2] clitest.good | n=16 | jax_raw" in out.stderr  # plain progress lines
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
     assert "clitest.good" in (tmp_path / "r.csv").read_text()
-    saved = json.loads((tmp_path / "cfg" / "defaults.json").read_text())
-    assert set(saved) == {"clitest.good"}
-    backend = saved["clitest.good"]["cpu"]
+    saved = json.loads((tmp_path / "cfg" / "tuned.json").read_text())
+    (entry,) = saved["entries"]["clitest.good"]
+    assert entry["scope"] == "saved_default" and entry["bucket"] is None
+    backend = entry["winner"]["backend"]
     assert f"default clitest.good: cpu={backend}" in out.stdout
+    assert not (tmp_path / "cfg" / "defaults.json").exists()
 
-    shown = pk(env, "defaults", "show")
-    assert shown.returncode == 0 and f"clitest.good: cpu={backend}" in shown.stdout
+    shown = pk(env, "defaults", "show", "clitest.good")
+    assert shown.returncode == 0, shown.stderr
+    assert f"cpu any shape (saved default): {backend}" in shown.stdout
+    assert "an alias of `polykernel tune --show`" in shown.stderr
     cleared = pk(env, "defaults", "clear", "clitest.good", "clitest.other")
-    assert cleared.returncode == 1
-    assert "cleared defaults of 1 primitive" in cleared.stdout
-    assert "no persisted defaults for: clitest.other" in cleared.stderr
-    assert "(no persisted defaults)" in pk(env, "defaults", "show").stdout
+    assert cleared.returncode == 0
+    assert "cleared 1 primitive: clitest.good" in cleared.stdout
+    assert pk(env, "defaults", "show").stdout.rstrip().endswith("0 entries")
     assert pk(env, "defaults", "clear").returncode == 0
 
 

@@ -21,6 +21,9 @@ MODULE = textwrap.dedent(
 
     def cases(*, platform):  # --data: cases of the user's choosing
         return [pk.BenchmarkConfig("mine n=64", (np.ones(64, np.float32),))]
+
+    def no_cases(*, platform):  # a --data function that forgot its return
+        pass
     """
 )
 
@@ -57,9 +60,14 @@ def test_tune_then_show_report_export_and_clear(cli, tmp_path):
     table = json.loads((cli.config / "tuned.json").read_text())
     assert len(table["entries"]["cli_tune.double"]) == 2
 
-    shown = cli("--show")
-    assert shown.returncode == 0 and "cli_tune.double cpu bucket [10]" in shown.stdout
+    shown = cli("--show", "cli_tune.double")
+    assert shown.returncode == 0, shown.stderr
+    assert "cli_tune.double: 2 entries" in shown.stdout
+    assert "  cpu bucket [10] (tuned): " in shown.stdout
     assert shown.stdout.rstrip().endswith("2 entries")
+    everything = cli("--show")  # the catalog's shipped entries are listed too
+    assert "shipped table:" in everything.stdout
+    assert "polykernel.catalog.scaled_add: " in everything.stdout
 
     explained = cli("--report", f"{cli.target}:double")
     assert explained.returncode == 0, explained.stderr
@@ -76,7 +84,7 @@ def test_tune_then_show_report_export_and_clear(cli, tmp_path):
 
     cleared = cli("--clear")
     assert cleared.stdout.strip() == "cleared 1 primitive: cli_tune.double"
-    assert cli("--show").stdout.rstrip().endswith("0 entries")
+    assert cli("--show", "cli_tune.double").stdout.rstrip().endswith("0 entries")
 
 
 @pytest.mark.slow  # over a second here (a subprocess)
@@ -95,6 +103,12 @@ def test_report_on_cases_given_with_data(cli):
         (("no_such_module_xyz",), "cannot import module 'no_such_module_xyz'"),
         (("--report", "{target}", "--data", "{target}"), "give MODULE:FUNCTION"),
         (("--report", "{target}", "--data", "{target}:nope"), "no function 'nope'"),
+        (
+            ("{target}:double", "--data", "{target}:no_cases"),
+            "the function returned NoneType None; it must return a non-empty list of "
+            "BenchmarkConfig",
+        ),
+        (("{target}:double", "--backends", "nope"), "--backends nope: ['nope'] not"),
     ],
     ids=[
         "no-target",
@@ -102,6 +116,8 @@ def test_report_on_cases_given_with_data(cli):
         "missing-module",
         "data-no-function",
         "data-unknown-function",
+        "data-returns-none",
+        "unknown-backend",
     ],
 )
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
@@ -110,3 +126,13 @@ def test_usage_errors_exit_2_with_one_line(cli, args, message):
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("seconds", ["nan", "0", "-1", "inf", "x"])
+def test_a_budget_that_is_no_budget_is_a_usage_error(cli, seconds):
+    done = cli(f"{cli.target}:double", "--max-seconds", seconds)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"polykernel tune: error: argument --max-seconds: expected a finite number "
+        f"of seconds > 0, got {seconds!r}"
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
 import sys
 import types
 import warnings
@@ -17,61 +18,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from dispatch_support import N, entry, make, signature, spec
 
 import polykernel as pk
-from polykernel.core.dispatch import device_identity, misses
-from polykernel.settings import tuned_table
-from polykernel.settings.tuned_table import Choice, Key, TunedEntry
-
-N = 1000  # bucket 10 (2^10 = 1024)
+from polykernel.dispatch import device_identity, misses, table
+from polykernel.dispatch.writing import clear_entries, record_entries
 
 
 @pytest.fixture(autouse=True)
 def own_config_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("POLYKERNEL_CONFIG_DIR", str(tmp_path / "config"))
-
-
-def make(name: str, seen: list | None = None) -> pk.XLACustomKernel:
-    """``2 * x`` on jax_raw (default) and on a second jax_raw-like backend 'numba'
-    tunable over ``block``; ``seen`` collects what each lowering's generator got."""
-    seen = [] if seen is None else seen
-
-    def raw(outs, **kw):
-        seen.append(("jax_raw", kw.get("block")))
-        return lambda x: 2 * x
-
-    def tuned(outs, block=1, **kw):
-        seen.append(("numba", block))
-        return lambda x: x * 2 + 0 * block
-
-    op = pk.XLACustomKernel(name)
-    op.def_kernel("jax_raw", "cpu", raw)
-    op.def_kernel("numba", "cpu", tuned, tune={"block": [1, 2, 4]})
-    return op
-
-
-def entry(
-    name: str,
-    bucket: tuple[int, ...],
-    backend: str,
-    params: dict,
-    device: str | None = None,
-    family: str | None = None,
-) -> TunedEntry:
-    here_device, here_family = device_identity("cpu")
-    key = Key(
-        name, "cpu", device or here_device, family or here_family, _signature(), bucket
-    )
-    best = Choice(backend, tuple(sorted(params.items())), 1e-5, 0.01)
-    return TunedEntry(key, best, {backend: best}, recorded={"shape": [list(bucket)]})
-
-
-def _signature() -> str:
-    return json.dumps({"in": ["float32[1]"], "static": {}}, sort_keys=True)
-
-
-def spec(n: int = N) -> jax.ShapeDtypeStruct:
-    return jax.ShapeDtypeStruct((n,), jnp.float32)
 
 
 def test_without_a_tuned_entry_the_default_is_used_and_counted_as_a_miss():
@@ -84,10 +40,10 @@ def test_without_a_tuned_entry_the_default_is_used_and_counted_as_a_miss():
 def test_exact_nearest_and_family_matches():
     name = "dispatch.match"
     op = make(name)
-    tuned_table.record_entries(
+    record_entries(
         [
-            entry(name, (10,), "numba", {"block": 4}),
-            entry(name, (20,), "jax_raw", {}),
+            entry(op, (10,), "numba", {"block": 4}),
+            entry(op, (20,), "jax_raw", {}),
         ]
     )
     exact = op.dispatch(spec(N), outs=spec(N), platform="cpu")
@@ -100,9 +56,9 @@ def test_exact_nearest_and_family_matches():
     assert (near.backend, near.reason) == ("numba", "nearest")
     far = op.dispatch(spec(2**19), outs=spec(2**19), platform="cpu")  # bucket 19
     assert (far.backend, far.reason) == ("jax_raw", "nearest")
-    tuned_table.clear_entries([name])
-    tuned_table.record_entries(
-        [entry(name, (10,), "numba", {"block": 2}, device="another CPU (64 cores)")]
+    clear_entries([name])
+    record_entries(
+        [entry(op, (10,), "numba", {"block": 2}, device="another CPU (64 cores)")]
     )
     fam = op.dispatch(spec(), outs=spec(), platform="cpu")
     assert (fam.backend, dict(fam.params), fam.reason) == (
@@ -117,13 +73,13 @@ def test_a_shipped_table_for_another_device_kind_and_family_falls_back(tmp_path)
     op = make(name)
     shipped = tmp_path / "shipped.json"
     other = entry(
-        name, (10,), "numba", {"block": 4}, device="NVIDIA H200", family="sm_90"
+        op, (10,), "numba", {"block": 4}, device="NVIDIA H200", family="sm_90"
     )
     shipped.write_text(
         json.dumps(
             {
                 "format": "polykernel.tuned",
-                "version": 1,
+                "version": 2,
                 "entries": {name: [other.to_json()]},
             }
         )
@@ -132,12 +88,12 @@ def test_a_shipped_table_for_another_device_kind_and_family_falls_back(tmp_path)
     assert op.dispatch(spec(), outs=spec(), platform="cpu").reason == "default"
     # Same family: used, and said so.
     _, family = device_identity("cpu")
-    same = entry(name, (10,), "numba", {"block": 2}, device="x", family=family)
+    same = entry(op, (10,), "numba", {"block": 2}, device="x", family=family)
     shipped.write_text(
         json.dumps(
             {
                 "format": "polykernel.tuned",
-                "version": 1,
+                "version": 2,
                 "entries": {name: [same.to_json()]},
             }
         )
@@ -145,7 +101,7 @@ def test_a_shipped_table_for_another_device_kind_and_family_falls_back(tmp_path)
     d = op.dispatch(spec(), outs=spec(), platform="cpu")
     assert (d.backend, dict(d.params), d.reason) == ("numba", {"block": 2}, "family")
     # The user's own table wins over the shipped one.
-    tuned_table.record_entries([entry(name, (10,), "jax_raw", {})])
+    record_entries([entry(op, (10,), "jax_raw", {})])
     assert op.dispatch(spec(), outs=spec(), platform="cpu").backend == "jax_raw"
 
 
@@ -157,9 +113,9 @@ def test_an_entry_point_ships_a_table(tmp_path, monkeypatch):
         json.dumps(
             {
                 "format": "polykernel.tuned",
-                "version": 1,
+                "version": 2,
                 "entries": {
-                    name: [entry(name, (10,), "numba", {"block": 4}).to_json()]
+                    name: [entry(op, (10,), "numba", {"block": 4}).to_json()]
                 },
             }
         )
@@ -168,24 +124,24 @@ def test_an_entry_point_ships_a_table(tmp_path, monkeypatch):
     module.TABLE = str(path)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
     point = importlib.metadata.EntryPoint(
-        "mine", "pk_test_tuned_tables:TABLE", group=tuned_table.ENTRY_POINT_GROUP
+        "mine", "pk_test_tuned_tables:TABLE", group=table.ENTRY_POINT_GROUP
     )
     real = importlib.metadata.entry_points
 
     def fake(**selection):
-        if selection.get("group") == tuned_table.ENTRY_POINT_GROUP:
+        if selection.get("group") == table.ENTRY_POINT_GROUP:
             return importlib.metadata.EntryPoints([point])
         return real(**selection)
 
     monkeypatch.setattr(importlib.metadata, "entry_points", fake)
-    monkeypatch.setattr(tuned_table, "_entry_points_read", False)
+    monkeypatch.setattr(table, "_entry_points_read", False)
     assert op.dispatch(spec(), outs=spec(), platform="cpu").reason == "exact"
 
 
 def test_explicit_backend_set_default_and_set_backend_always_win():
     name = "dispatch.wins"
     op = make(name)
-    tuned_table.record_entries([entry(name, (10,), "numba", {"block": 4})])
+    record_entries([entry(op, (10,), "numba", {"block": 4})])
     d = op.dispatch(spec(), outs=spec(), platform="cpu", backend="jax_raw")
     assert (d.backend, d.reason) == ("jax_raw", "explicit")
     # An explicit backend still gets its own tuned parameters.
@@ -206,7 +162,7 @@ def test_the_lowering_compiles_the_choice_under_jit_vmap_grad_and_export():
     seen: list = []
     op = make(name, seen)
     op.def_jvp_rule2(lambda t, x, **kw: [2 * t])
-    tuned_table.record_entries([entry(name, (10,), "numba", {"block": 4})])
+    record_entries([entry(op, (10,), "numba", {"block": 4})])
     x = jnp.arange(N, dtype=jnp.float32)
     call = jax.jit(lambda x: op(x, outs=spec()))
     np.testing.assert_allclose(call(x), 2 * x)
@@ -229,7 +185,7 @@ def test_a_keyword_the_call_passes_wins_over_the_tuned_value():
     name = "dispatch.keyword"
     seen: list = []
     op = make(name, seen)
-    tuned_table.record_entries([entry(name, (10,), "numba", {"block": 4})])
+    record_entries([entry(op, (10,), "numba", {"block": 4})])
     jax.jit(lambda x: op(x, outs=spec(), block=2))(jnp.ones(N))
     assert seen[-1] == ("numba", 2)
 
@@ -261,20 +217,20 @@ def test_new_entries_reach_functions_jitted_before():
 @pytest.mark.parametrize(
     ("text", "why"),
     [
-        ("{not json", "not valid JSON"),
+        ("{not json", "it is not valid JSON"),
         (
             json.dumps({"format": "other.tool", "version": 1}),
-            "not a polykernel tuned table",
+            "it is not a polykernel tuned table",
         ),
         (
             json.dumps({"format": "polykernel.tuned", "version": 99, "entries": {}}),
-            "table version 99, this polykernel reads version 1",
+            "it is table version 99; this polykernel reads 1 to 2",
         ),
         (
             json.dumps(
                 {
                     "format": "polykernel.tuned",
-                    "version": 1,
+                    "version": 2,
                     "entries": {"dispatch.bad": [{"bucket": "x"}]},
                 }
             ),
@@ -284,13 +240,12 @@ def test_new_entries_reach_functions_jitted_before():
     ids=["corrupt", "foreign", "newer", "malformed"],
 )
 def test_a_corrupt_or_foreign_table_is_ignored_with_one_warning_naming_it(text, why):
-    path = tuned_table.tuned_path()
+    path = table.tuned_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    op = make(f"dispatch.bad.{why[:8]}")
-    with pytest.warns(
-        pk.TuningWarning, match=rf"ignoring the tuned table {path}: {why}"
-    ):
+    op = make(f"dispatch.bad.{why[3:14]}")
+    where = re.escape(f"polykernel tuned table {path}: ")
+    with pytest.warns(pk.TuningWarning, match=where + why):
         d = op.dispatch(spec(), outs=spec(), platform="cpu")
     assert d.reason == "default"
     with warnings.catch_warnings():
@@ -332,7 +287,7 @@ def test_miss_warnings_on_request():
         (
             {"b": [[1], [2]]},
             pk.KernelTypeError,
-            r"candidate \[1\] of 'b' is not hashable",
+            r"candidate \[1\] of 'b' is a list \(use a tuple\)",
         ),
         ({"b": [1, 1]}, pk.KernelRegistrationError, r"'b' lists a candidate twice"),
     ],
@@ -347,7 +302,7 @@ def test_explain_dispatch_traces_without_running():
     name = "dispatch.explain"
     seen: list = []
     op = make(name, seen)
-    tuned_table.record_entries([entry(name, (10,), "numba", {"block": 2})])
+    record_entries([entry(op, (10,), "numba", {"block": 2})])
 
     def program(x):
         return jax.lax.cond(True, lambda x: op(x, outs=spec()), lambda x: x, x)
@@ -358,37 +313,16 @@ def test_explain_dispatch_traces_without_running():
     assert str(d).startswith("dispatch.explain on cpu: numba(block=2) [exact]")
 
 
-def _measured(name, bucket, ratios: dict) -> TunedEntry:
-    """An entry whose candidates ``{(backend, block): ratio}`` were all measured ok;
-    the winner is the one with ratio 1."""
-    here_device, here_family = device_identity("cpu")
-    key = Key(name, "cpu", here_device, here_family, _signature(), bucket)
-    candidates = tuple(
-        {
-            "backend": b,
-            "params": {} if block is None else {"block": block},
-            "status": "ok",
-            "median_s": 1e-5 * r,
-            "spread": 0.01,
-            "ratio": r,
-        }
-        for (b, block), r in ratios.items()
-    )
-    (winner,) = [c for c in candidates if c["ratio"] == 1.0]
-    best = Choice.from_json(winner)
-    return TunedEntry(key, best, {best.backend: best}, candidates)
-
-
 def test_between_two_tuned_buckets_the_candidate_fast_on_both_sides_wins():
     name = "dispatch.between"
     op = make(name)
-    tuned_table.record_entries(
+    record_entries(
         [
             # below: jax_raw wins, numba(block=4) close; above: jax_raw collapses
-            _measured(name, (9,), {("jax_raw", None): 1.0, ("numba", 4): 1.08,
-                                   ("numba", 1): 1.5}),
-            _measured(name, (11,), {("jax_raw", None): 1.9, ("numba", 4): 1.0,
-                                    ("numba", 1): 1.2}),
+            entry(op, (9,), "jax_raw", {}, ratios={
+                ("jax_raw", None): 1.0, ("numba", 4): 1.08, ("numba", 1): 1.5}),
+            entry(op, (11,), "numba", {"block": 4}, ratios={
+                ("jax_raw", None): 1.9, ("numba", 4): 1.0, ("numba", 1): 1.2}),
         ]
     )  # fmt: skip
     d = op.dispatch(spec(1000), outs=spec(1000), platform="cpu")  # bucket 10
@@ -406,10 +340,10 @@ def test_between_two_tuned_buckets_the_candidate_fast_on_both_sides_wins():
 def test_between_buckets_without_a_shared_candidate_the_first_entry_wins():
     name = "dispatch.between_disjoint"
     op = make(name)
-    tuned_table.record_entries(
+    record_entries(
         [
-            _measured(name, (9,), {("jax_raw", None): 1.0}),
-            _measured(name, (11,), {("numba", 2): 1.0}),
+            entry(op, (9,), "jax_raw", {}, ratios={("jax_raw", None): 1.0}),
+            entry(op, (11,), "numba", {"block": 2}, ratios={("numba", 2): 1.0}),
         ]
     )
     d = op.dispatch(spec(1000), outs=spec(1000), platform="cpu")

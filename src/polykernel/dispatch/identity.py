@@ -163,7 +163,8 @@ class _Walk:
         if not root and not _within(fn.__module__, self.own) and _is_library(fn):
             return
         self.seen.add(id(fn))
-        where = f"{fn.__module__}.{fn.__qualname__}"
+        # Not its module's name: a file imported under another name is the same code.
+        where = fn.__qualname__
         self.add(where, _source(fn))
         for i, default in enumerate(fn.__defaults__ or ()):
             self.value(f"{where}.default{i}", default)
@@ -187,7 +188,7 @@ class _Walk:
                 if _within(obj.__name__, self.own):
                     for attr in names:
                         if attr in vars(obj):
-                            self.value(f"{obj.__name__}.{attr}", vars(obj)[attr])
+                            self.value(f"{name}.{attr}", vars(obj)[attr])
                 continue
             self.value(f"{where}:{name}", obj)
 

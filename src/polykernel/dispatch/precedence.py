@@ -27,6 +27,9 @@ class Reason(enum.StrEnum):
     SAVED = "saved_default"
     DEFAULT = "default"
 
+    def __repr__(self) -> str:  # shown as the string it equals: 'exact'
+        return repr(self.value)
+
 
 @dataclasses.dataclass(frozen=True)
 class Level:
@@ -80,8 +83,8 @@ def level_of(reason: Reason | str) -> Level:
 def render() -> str:
     """The precedence as the docs show it (a numbered Markdown list)."""
     lines = [
-        f"{level.number}. **{level.name}** — {level.what} "
-        f"(reason {', '.join(f'`{r.value}`' for r in level.reasons)});"
+        f"{level.number}. **{level.name}** "
+        f"({', '.join(f'`{r.value}`' for r in level.reasons)}): {level.what};"
         for level in LEVELS
     ]
     lines[-1] = lines[-1][:-1] + "."
