@@ -164,7 +164,8 @@ def tuned_dispatch(settings: Settings, width: int = TABLE_WIDTH) -> str:
             for m in tuned.measured
             if m.candidate.backend == op.get_default("cpu") and m.status == "ok"
         )
-        gain = default.ratio  # relative to the winner, round by round
+        winner = tuned.winner.ratio if tuned.winner is not None else 1.0
+        gain = default.ratio / winner  # relative to the pick, round by round
         line = (
             f"{case.label}: {decision.backend}{_params(decision.params)} "
             f"[{decision.reason}]; the fixed default "
