@@ -27,6 +27,7 @@ import functools
 import hashlib
 import importlib.metadata
 import inspect
+import linecache
 import os
 import sys
 import sysconfig
@@ -45,11 +46,26 @@ MAX_OBJECTS = 200
 _DISTRIBUTIONS = {"warp": "warp-lang", "numba_cuda": "numba-cuda"}
 
 
+def _last_line(code: types.CodeType) -> int:
+    last = code.co_firstlineno
+    for _, _, line in code.co_lines():
+        last = max(last, line or 0)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            last = max(last, _last_line(const))
+    return last
+
+
 def _source(fn: types.FunctionType) -> str:
-    try:
-        return inspect.getsource(fn)
-    except (OSError, TypeError):
-        return _code_text(fn.__code__)
+    """The lines of ``fn``'s source, from its first line (decorators included) to
+    the last line its code (nested functions included) spans — read from the
+    file's cached lines, without tokenizing it as ``inspect.getsource`` does (ten
+    times faster); its code object's text when there is no file."""
+    code = fn.__code__
+    lines = linecache.getlines(code.co_filename, fn.__globals__)
+    if not lines or code.co_firstlineno > len(lines):
+        return _code_text(code)
+    return "".join(lines[code.co_firstlineno - 1 : _last_line(code)])
 
 
 def _code_text(code: types.CodeType) -> str:
