@@ -16,11 +16,11 @@ from polykernel.benchmark import BenchmarkConfig, BenchmarkResult, Progress
 from polykernel.benchmark.machine import environment_lines
 from polykernel.benchmark.runner import plan_benchmark, run_benchmark
 from polykernel.core import registry
+from polykernel.dispatch import table
 from polykernel.errors import (
     BenchmarkDataFnNotProvidedError,
     BenchmarkMismatchWarning,
 )
-from polykernel.dispatch import table
 
 FAST = {"n_warmup": 1, "n_runs": 3}
 

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from dispatch_support import N, entry, make, signature, spec
+from dispatch_support import N, entry, make, spec
 
 import polykernel as pk
 from polykernel.dispatch import device_identity, misses, table

@@ -78,7 +78,7 @@ def test_an_edited_kernel_makes_its_entries_stale_reported_and_never_used(tmp_pa
     op.def_kernel("numba", "cpu", after.generator, tune={"block": [1, 2]})
     d = op.dispatch(spec(), outs=spec(), platform="cpu")
     assert (d.backend, d.reason) == ("jax_raw", "default")
-    ((stale, why),) = d.stale
+    ((_, why),) = d.stale
     assert why == "the 'numba' kernel changed since it was measured"
     assert "1 stale entry not used" in str(d)
     (explained,) = pk.explain_dispatch(

@@ -41,7 +41,9 @@ def _op() -> pk.XLACustomKernel:
     op = pk.XLACustomKernel(f"precedence.op{next(_ids)}")
     for level in sorted(BACKEND, reverse=True):  # by_registration first: default
         value = float(level)
-        op.def_kernel(BACKEND[level], "cpu", lambda outs, v=value, **kw: lambda x: x + v)
+        op.def_kernel(
+            BACKEND[level], "cpu", lambda outs, v=value, **kw: lambda x: x + v
+        )
     return op
 
 

@@ -4,7 +4,8 @@ Tables: ``RESULT_FILES`` (results files a user might load: empty, truncated,
 hand-edited, written by another tool), ``HARNESS`` (``BenchmarkConfig``,
 ``benchmark_function``, ``BenchmarkResult`` methods, ``XLACustomKernel.benchmark``),
 ``CACHE_DAMAGE`` (a damaged cache root: maintenance still works) and
-``DEFAULTS_DAMAGE`` (a damaged tuned-defaults file: a warning, then it is usable).
+``DEFAULTS_DAMAGE`` (a damaged saved-defaults file or tuned table: a warning, then
+it is usable).
 The damaged Numba handler cache is checked in a fresh process at the end.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from dispatch_support import entry
 from reliability_support import F3, assert_usable, bad, run_case
 
 import polykernel as pk
@@ -33,8 +35,8 @@ from polykernel.benchmark import (
     benchmark_function,
 )
 from polykernel.cache import admin as cache_admin
+from polykernel.dispatch import Scope, legacy, table, writing
 from polykernel.errors import PolykernelWarning
-from polykernel.settings import tuned_defaults
 
 _DIR = Path(tempfile.mkdtemp(prefix="polykernel-reliability-"))
 _GOOD = {"platform": "cpu", "backend": "numba", "label": "n=1", "mean_ms": 1.0}
@@ -279,39 +281,37 @@ def test_damaged_cache_root_maintenance_still_works(kind):
     assert_usable()
 
 
-def _write_defaults(text: str | bytes) -> None:
-    path = tuned_defaults.defaults_path()
-    config.ensure_private_dir(path.parent)
-    path.write_bytes(text if isinstance(text, bytes) else text.encode())
-
-
-DEFAULTS_DAMAGE = [
-    pytest.param(b"", r"not valid JSON", id="empty"),
-    pytest.param(b"{oops", r"not valid JSON", id="truncated"),
-    pytest.param(b"\xff\xfe", r"not valid JSON|cannot read", id="not-utf8"),
-    pytest.param(b"[1, 2]", r"expected a JSON object", id="list"),
-    pytest.param(b"null", r"expected a JSON object", id="null"),
+# -- saved defaults and tuned tables: one warning each, a damaged table refused ------
+SAVED = pk.XLACustomKernel("reliability.files.saved")
+SAVED.def_kernel("jax_raw", "cpu", lambda outs, **kw: lambda x: x + 1)
+SAVED.def_kernel("other", "cpu", lambda outs, **kw: lambda x: x + 2)
+DEFAULTS_DAMAGE = [  # content, the warning of a saved-defaults file, of a tuned table
+    pytest.param(b"", r"\(Expecting value", r"not valid JSON", id="empty"),
+    pytest.param(b"{oops", r"\(Expecting property", r"not valid JSON", id="cut"),
+    pytest.param(b"\xff\xfe", r"not UTF-8 text", r"not UTF-8 text", id="not-utf8"),
+    pytest.param(b"null", r"\(expected an object", r"not a polykernel", id="null"),
 ]
 
 
 @pytest.mark.bad_input
-@pytest.mark.parametrize(("content", "warning"), DEFAULTS_DAMAGE)
-def test_damaged_tuned_defaults_warn_and_recover(content, warning):
-    _write_defaults(content)
-    with pytest.warns(PolykernelWarning, match=warning):
-        assert tuned_defaults.load_defaults() == {}
-    with pytest.warns(PolykernelWarning, match=warning):
-        tuned_defaults.save_defaults({"reliability.x": {"cpu": "numba"}})
-    assert tuned_defaults.load_defaults() == {"reliability.x": {"cpu": "numba"}}
-    tuned_defaults.clear_defaults()
+@pytest.mark.parametrize(("content", "old_warning", "warning"), DEFAULTS_DAMAGE)
+def test_damaged_saved_defaults_and_tables_warn_and_recover(
+    tmp_path, monkeypatch, content, old_warning, warning
+):
+    monkeypatch.setenv("POLYKERNEL_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "defaults.json").write_bytes(content)
+    with pytest.warns(PolykernelWarning, match=old_warning):
+        assert legacy.legacy_entries() == {}
+    writing.record_entries([entry(SAVED, None, "other", {}, scope=Scope.SAVED)])
+    np.testing.assert_array_equal(SAVED(jnp.zeros(3), outs=F3), [2, 2, 2])
+    assert legacy.clear_legacy() == [] and not (tmp_path / "defaults.json").exists()
+    (tmp_path / "tuned.json").write_bytes(content)
+    with pytest.warns(pk.TuningWarning, match=warning):
+        assert table.entries_for(SAVED.name) == []
+    with pytest.raises(pk.TuningError, match=r"it is not rewritten\. Move it away"):
+        writing.record_entries([entry(SAVED, None, "jax_raw", {}, scope=Scope.SAVED)])
+    assert (tmp_path / "tuned.json").read_bytes() == content
     assert_usable()
-
-
-@pytest.mark.bad_input
-def test_tuned_defaults_with_wrong_value_types_keep_the_good_entries():
-    _write_defaults(json.dumps({"a": {"cpu": 3, "gpu": "warp"}, "b": 7, "c": {}}))
-    assert tuned_defaults.load_defaults() == {"a": {"gpu": "warp"}}
-    tuned_defaults.clear_defaults()
 
 
 # -- the Numba handler cache, damaged between two processes ---------------------------

@@ -1,7 +1,7 @@
-"""The tuned-defaults file under concurrent writers: two processes lose nothing.
+"""The tuned table under concurrent writers: two processes lose nothing.
 
-Each process merges its own entries one ``save_defaults`` call at a time (a
-read-modify-write of the whole file) while the other does the same; without the
+Each process records its own saved defaults one ``record_entries`` call at a time
+(a read-modify-write of the whole file) while the other does the same; without the
 cross-process lock one writer's read misses the other's latest write and entries
 vanish. Both also clear some of their own entries, the other read-modify-write.
 """
@@ -18,13 +18,18 @@ import pytest
 
 _WRITER = """
 import os, sys, time
-from polykernel.settings import tuned_defaults as td
+from polykernel.dispatch import Choice, Entry, Key, Scope
+from polykernel.dispatch.writing import clear_entries, record_entries
 who, n, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 while not os.path.exists(go):
     time.sleep(0.001)
 for i in range(n):
-    td.save_defaults({f"{who}.op{i}": {"cpu": "numba", "gpu": who}})
-td.clear_defaults([f"{who}.op{i}" for i in range(0, n, 10)])
+    record_entries([
+        Entry(Key(f"{who}.op{i}", p, "d", "f", "*", None), Scope.SAVED, Choice(b),
+              kernels=((b, "identity"),))
+        for p, b in (("cpu", "numba"), ("gpu", who))
+    ])
+clear_entries([f"{who}.op{i}" for i in range(0, n, 10)])
 print("done")
 """
 
@@ -48,13 +53,17 @@ def test_two_writer_processes_lose_no_entry(tmp_path, run_env):
     for p in procs:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0 and "done" in out, err
-    data = json.loads((tmp_path / "config" / "defaults.json").read_text())
+    data = json.loads((tmp_path / "config" / "tuned.json").read_text())["entries"]
+    got = {
+        name: {e["platform"]: e["winner"]["backend"] for e in entries}
+        for name, entries in data.items()
+    }
     expected = {
         f"{who}.op{i}": {"cpu": "numba", "gpu": who}
         for who in ("a", "b")
         for i in range(n)
         if i % 10
     }
-    assert data == expected
+    assert got == expected
     # nothing but the file itself is left behind (no temporary files, no lock file)
-    assert os.listdir(tmp_path / "config") == ["defaults.json"]
+    assert os.listdir(tmp_path / "config") == ["tuned.json"]

@@ -1,7 +1,7 @@
 """Process-wide ``set_backend``: its place in the precedence chain, eager and jitted.
 
 per-call ``backend=`` > ``set_backend`` (if registered for the primitive) >
-``set_default`` > persisted tuned default > ``asdefault`` / first registered.
+``set_default`` > tuned entry > saved default > ``asdefault`` / first registered.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from dispatch_support import entry
 
 import polykernel as pk
 from polykernel import _jax_compat
-from polykernel.settings import tuned_defaults
+from polykernel.dispatch import Scope
+from polykernel.dispatch.writing import record_entries
 
 _ids = itertools.count()
 SPEC = jax.ShapeDtypeStruct((3,), jnp.float32)
@@ -50,15 +52,14 @@ def value(fn):
 
 
 def test_full_precedence_chain_eager_and_already_jitted(config_dir):
-    name = f"test.set_backend.op{next(_ids)}"
-    tuned_defaults.save_defaults({name: {"cpu": "other"}})
-    op = make_op(name)
+    op = make_op()
+    record_entries([entry(op, None, "other", {}, scope=Scope.SAVED)])
     jitted = jax.jit(lambda x: op(x, outs=SPEC))
     pinned = jax.jit(lambda x: op(x, outs=SPEC, backend="jax_raw"))
     eager = lambda x: op(x, outs=SPEC)  # noqa: E731
-    assert value(jitted) == value(eager) == 3.0  # tuned beats first registered
+    assert value(jitted) == value(eager) == 3.0  # saved beats first registered
     op.set_default("cpu", "jax_raw")
-    assert value(jitted) == value(eager) == 1.0  # set_default beats tuned
+    assert value(jitted) == value(eager) == 1.0  # set_default beats saved
     pk.set_backend("cpu", "fast")
     assert value(jitted) == value(eager) == 2.0  # set_backend beats set_default
     assert value(pinned) == 1.0  # per-call beats set_backend
@@ -86,7 +87,7 @@ def test_unregistered_global_backend_warns_once_and_falls_through():
         pk.BackendPreferenceWarning,
         match=r"set_backend\('cpu', 'warp'\) does not apply to XLACustomKernel "
         r"'test.set_backend.op\d+': it registered \['jax_raw', 'fast', 'other'\] "
-        r"for 'cpu'. Using its default 'fast' instead \(warned once\)",
+        r"for 'cpu'. Using 'fast' instead \(set_default; warned once\)",
     ):
         assert value(lambda x: op(x, outs=SPEC)) == 2.0
     # Warned once: a second lowering (new shape) passes silently (warnings are errors).

@@ -52,17 +52,18 @@ def _line(entry: Entry) -> list[str]:
     where = "any shape" if k.bucket is None else f"bucket {list(k.bucket)}"
     kind = "saved default" if entry.scope == Scope.SAVED else "tuned"
     head = f"  {k.platform} {where} ({kind}): {entry.winner.label}"
+    # A path is printed whole (a cut one cannot be opened); the rest fits WIDTH.
     return [_fit(head), _fit(f"    on {k.device}; {_status(entry)}"),
-            _fit(f"    from {entry.source}")]  # fmt: skip
+            f"    from {entry.source}"]  # fmt: skip
 
 
 def show_entries(names: list[str], scope: Scope | None = None) -> int:
     """Print every entry (of ``names``, or all; of ``scope``, or both) and return
     how many were listed."""
     load_libraries(names)
-    print(_fit(f"your tuned table: {table.tuned_path()}"))
+    print(f"your tuned table: {table.tuned_path()}")
     for _, path in table.shipped_paths():
-        print(_fit(f"shipped table:    {path}"))
+        print(f"shipped table:    {path}")
     wanted = names or table.known_primitives()
     shown = 0
     for name in wanted:

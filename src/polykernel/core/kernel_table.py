@@ -86,7 +86,9 @@ class KernelTable:
                     f"(registered: {self.backends(platform)}). Pick one of those or "
                     f"register '{backend}' first."
                 )
-            changed = self.default(platform) != backend
+            # Against the run-time choice, not the default: set_default outranks
+            # tuned entries, so choosing the registered default changes dispatch.
+            changed = self._runtime.get(platform) != backend
             self._runtime[platform] = backend
             return changed
 

@@ -30,6 +30,7 @@ __all__ = [
     "FileProblem",
     "locked",
     "read_regular",
+    "stamp_regular",
     "write_json",
     "write_target",
 ]
@@ -60,14 +61,16 @@ def link_note(path: Path) -> str | None:
     return f"a symbolic link to {os.path.realpath(path)}" if path.is_symlink() else None
 
 
-def read_regular(path: Path) -> tuple[str, tuple[int, ...]] | None:
-    """``(text, stamp)`` of ``path`` when it is a regular file (directly or through
-    a symbolic link), None when nothing is there. The stamp (device, inode, size,
-    modification time) tells a later read whether the file changed.
+def _stamp(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def stamp_regular(path: Path) -> tuple[int, ...] | None:
+    """The stamp :func:`read_regular` would return with the text, from one
+    ``stat`` (nothing is opened); None when nothing is there.
 
     Raises:
-        FileProblem: anything else is there, or it cannot be read as UTF-8 text
-            of at most :data:`MAX_BYTES`.
+        FileProblem: what :func:`read_regular` raises for what is there.
     """
     try:
         info = os.stat(path)  # follows a link: its target is what is read
@@ -81,6 +84,20 @@ def read_regular(path: Path) -> tuple[str, tuple[int, ...]] | None:
         raise FileProblem(f"it is {_kind(info.st_mode)}, not a regular file")
     if info.st_size > MAX_BYTES:
         raise FileProblem(f"it is {info.st_size} bytes (at most {MAX_BYTES} are read)")
+    return _stamp(info)
+
+
+def read_regular(path: Path) -> tuple[str, tuple[int, ...]] | None:
+    """``(text, stamp)`` of ``path`` when it is a regular file (directly or through
+    a symbolic link), None when nothing is there. The stamp (device, inode, size,
+    modification time) tells a later read whether the file changed.
+
+    Raises:
+        FileProblem: anything else is there, or it cannot be read as UTF-8 text
+            of at most :data:`MAX_BYTES`.
+    """
+    if stamp_regular(path) is None:
+        return None
     try:
         # O_NONBLOCK: if the file was swapped for a FIFO since the stat, the open
         # still returns, and the fstat below refuses it.
@@ -105,7 +122,7 @@ def read_regular(path: Path) -> tuple[str, tuple[int, ...]] | None:
         raise FileProblem(
             f"it is not UTF-8 text ({err.reason} at byte {err.start})"
         ) from None
-    return text, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    return text, _stamp(info)
 
 
 def write_target(path: Path) -> Path:
@@ -115,13 +132,15 @@ def write_target(path: Path) -> Path:
     Raises:
         FileProblem: a link to nothing, or something other than a regular file.
     """
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
+        target = Path(os.path.realpath(path)) if path.is_symlink() else path
         info = os.stat(target)
     except FileNotFoundError:
         if path.is_symlink():
             raise FileProblem("it is a symbolic link to nothing") from None
         return target
+    except OSError as err:  # a loop of links, a parent that is not a directory
+        raise FileProblem(f"it cannot be examined ({err.strerror})") from None
     if not stat.S_ISREG(info.st_mode):
         raise FileProblem(f"it is {_kind(info.st_mode)}, not a regular file")
     return target

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..errors import PolykernelDeprecationWarning, TuningWarning
 from ..settings.paths import config_dir
-from .files import FileProblem, locked, read_regular, write_json
+from .files import FileProblem, locked, read_regular, stamp_regular, write_json
 from .records import ANY, Choice, Entry, Key, Scope
 
 __all__ = ["clear_legacy", "legacy_entries", "legacy_path"]
@@ -70,24 +70,26 @@ def legacy_entries() -> dict[str, list[Entry]]:
     file is absent; a damaged one is one TuningWarning and {})."""
     path = legacy_path()
     try:
+        stamp = stamp_regular(path)  # one stat per lowering while it is unchanged
+        with _lock:
+            cached = _cache.get(str(path))
+        if stamp is not None and cached is not None and cached[0] == stamp:
+            return cached[1]
         found = read_regular(path)
     except FileProblem as err:
         _warn_once(f"{path}:{err}", f"polykernel saved defaults {path}: {err}; they "
-                   f"are ignored.", TuningWarning)  # fmt: skip
+                   f"are ignored. Move it away or delete it.",
+                   TuningWarning)  # fmt: skip
         return {}
     if found is None:
         return {}
     text, stamp = found
-    with _lock:
-        cached = _cache.get(str(path))
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
     try:
         pairs = _pairs(json.loads(text))
     except (ValueError, RecursionError) as err:
         _warn_once(f"{path}:bad", f"polykernel saved defaults {path}: not a saved-"
                    f"defaults file ({str(err)[:80]}); it is ignored. Delete it "
-                   f"(`polykernel defaults clear`).", TuningWarning)  # fmt: skip
+                   f"(`polykernel defaults clear` does).", TuningWarning)  # fmt: skip
         pairs = []
     entries: dict[str, list[Entry]] = {}
     for name, platform, backend in pairs:
@@ -117,11 +119,20 @@ def clear_legacy(primitives: Iterable[str] | None = None) -> list[str]:
         return []
     with locked(path):
         try:
+            if stamp_regular(path) is None:
+                return []
+        except FileProblem:
+            return []  # not a file of ours: reading it already warned
+        try:
             found = read_regular(path)
             raw = json.loads(found[0]) if found else {}
         except (FileProblem, ValueError, RecursionError):
-            return []  # not ours to rewrite: reading it already warned
+            raw = None
         if not isinstance(raw, dict):
+            # A damaged saved-defaults file, which nothing reads: clearing every
+            # saved default removes it (a name only clears what it can read).
+            if primitives is None:
+                os.unlink(path)
             return []
         wanted = set(raw) if primitives is None else set(primitives)
         removed = sorted(n for n in wanted if n in raw)

@@ -15,6 +15,7 @@ never used.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import math
@@ -254,11 +255,14 @@ class Entry:
             raise ValueError("bucket must be a list of ints")
         key = Key(primitive, platform, device, family, signature,
                   None if bucket is None else tuple(bucket))  # fmt: skip
-        # A version-1 entry named its winner "best" and recorded no kernels: it is
-        # read (for the report) as an entry whose kernels are unknown, hence stale.
-        winner = Choice.from_json(raw.get("winner", raw.get("best")))
+        recorded = raw.get("recorded", {})
+        recorded = recorded if isinstance(recorded, dict) else {}
+        if "winner" not in raw and "best" in raw:
+            return cls._version_1(key, raw, recorded, source)
+        winner = Choice.from_json(raw.get("winner"))
         default = raw.get("default")
-        kernels = raw.get("kernels", {})
+        # No kernels (an entry written without them): unknown, hence stale.
+        kernels = raw.get("kernels") or {}
         if not isinstance(kernels, dict) or not all(
             isinstance(b, str) and isinstance(d, str) for b, d in kernels.items()
         ):
@@ -266,7 +270,6 @@ class Entry:
         measured = raw.get("candidates", [])
         if not isinstance(measured, list):
             raise ValueError("candidates must be a list")
-        recorded = raw.get("recorded", {})
         return cls(
             key,
             Scope(scope),
@@ -274,9 +277,41 @@ class Entry:
             None if default is None else Choice.from_json(default),
             tuple(sorted(kernels.items())),
             tuple(Measurement.from_json(m) for m in measured),
-            recorded if isinstance(recorded, dict) else {},
+            recorded,
             source,
         )
+
+    @classmethod
+    def _version_1(
+        cls, key: Key, raw: dict[str, Any], recorded: dict[str, Any], source: str
+    ) -> Entry:
+        """A version-1 entry: its winner is ``best``, it recorded no kernels (so it
+        is stale: reported, never used) and wrote tuples as lists; its candidates
+        are kept where they still read ("cut" ones were written then)."""
+        measured = []
+        for item in _list(raw.get("candidates")):
+            with contextlib.suppress(ValueError, TypeError):
+                measured.append(Measurement.from_json(_tuples(item)))
+        return cls(key, Scope.TUNED, Choice.from_json(_tuples(raw["best"])),
+                   kernels=(), measured=tuple(measured), recorded=recorded,
+                   source=source)  # fmt: skip
+
+
+def _list(raw: Any) -> list[Any]:
+    return raw if isinstance(raw, list) else []
+
+
+def _tuples(raw: Any, depth: int = 0) -> Any:
+    """A version-1 choice with its parameter values' lists read as the tuples they
+    were declared as."""
+    if depth > values.MAX_DEPTH:
+        raise ValueError(f"a value nested deeper than {values.MAX_DEPTH}")
+    if isinstance(raw, list):
+        return values.encode(tuple(_tuples(v, depth + 1) for v in raw))
+    if depth == 0 and isinstance(raw, dict) and isinstance(raw.get("params"), dict):
+        params = {k: _tuples(v, 1) for k, v in raw["params"].items()}
+        return {**raw, "params": params}
+    return raw
 
 
 def _object(raw: Any, what: str) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from pathlib import Path
 from ..errors import KernelTypeError, TuningWarning
 from ..settings.paths import config_dir
 from . import legacy
-from .files import FileProblem, link_note, read_regular
+from .files import FileProblem, link_note, read_regular, stamp_regular
 from .records import Entry
 
 __all__ = [
@@ -87,17 +87,17 @@ _shipped: list[tuple[str | None, Path]] = []
 _entry_points_read = False
 
 
-def _warn(path: Path, why: str, *, ignored: bool = True) -> None:
+_IGNORED = (
+    "it is ignored: dispatch uses the other tables and the defaults (calls stay "
+    "correct); fix, move or delete it"
+)
+
+
+def _warn(path: Path, why: str, then: str = _IGNORED) -> None:
     with _lock:
         if (str(path), why) in _warned:
             return
         _warned.add((str(path), why))
-    then = (
-        "it is ignored: dispatch uses the other tables and the defaults (calls stay "
-        "correct); fix, move or delete it"
-        if ignored
-        else "it is used"
-    )
     warnings.warn(
         f"polykernel tuned table {path}: {why}; {then}.", TuningWarning, stacklevel=4
     )
@@ -137,7 +137,7 @@ def parse(path: Path, text: str) -> Parsed:
                 bad.append(f"{name}: {err}")
     if bad:
         many = f"{len(bad)} malformed entr{'y' if len(bad) == 1 else 'ies'} skipped"
-        _warn(path, f"{many} (first: {bad[0][:120]})", ignored=False)
+        _warn(path, f"{many} (first: {bad[0][:120]})", "its other entries are used")
     return Parsed({n: tuple(es) for n, es in found.items()})
 
 
@@ -150,6 +150,11 @@ def read_table(path: Path) -> Parsed:
     """The entries of one table file (cached until the file changes); empty when
     the file is absent or cannot be read as a table."""
     try:
+        stamp = stamp_regular(path)  # one stat per lowering while it is unchanged
+        with _lock:
+            cached = _cache.get(str(path))
+        if stamp is not None and cached is not None and cached[0] == stamp:
+            return cached[1]
         found = read_regular(path)
     except FileProblem as err:
         return _problem(path, str(err))
@@ -157,13 +162,9 @@ def read_table(path: Path) -> Parsed:
         return _EMPTY
     text, stamp = found
     note = link_note(path)
-    if note is not None:
-        _warn(path, f"it is {note}; it is read through the link, and saves replace "
-              f"the file the link names (the link is kept)", ignored=False)  # fmt: skip
-    with _lock:
-        cached = _cache.get(str(path))
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
+    if note is not None and path == tuned_path():  # what a save would write through
+        _warn(path, f"it is {note}", "it is read through the link, and a save "
+              "replaces the file the link names (the link is kept)")  # fmt: skip
     parsed = parse(path, text)
     with _lock:
         _cache[str(path)] = (stamp, parsed)

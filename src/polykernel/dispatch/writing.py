@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CacheError, TuningError
-from ..settings.paths import CONFIG_ENV
+from ..settings.paths import CONFIG_ENV, ensure_private_dir
 from .files import FileProblem, locked, read_regular, write_json, write_target
 from .records import Entry, Scope
 from .table import FORMAT, VERSION, read_table, tuned_path
@@ -50,7 +50,9 @@ def _owned_document(path: Path) -> dict[str, Any]:
         return {"format": FORMAT, "version": VERSION, "entries": {}}
     try:
         raw = json.loads(found[0])
-    except (ValueError, RecursionError) as err:
+    except RecursionError:
+        raise _refuse(path, "it is nested too deeply to be a table", move) from None
+    except ValueError as err:
         raise _refuse(path, f"it is not valid JSON ({str(err)[:80]})", move) from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise _refuse(
@@ -80,14 +82,25 @@ def check_writable(path: Path | None = None) -> Path:
     not one this version may rewrite. Returns the table's path."""
     path = tuned_path() if path is None else path
     directory = path.parent
-    if directory.exists() and not directory.is_dir():
-        raise TuningError(
-            f"polykernel tuned table: the config directory {directory} is not a "
-            f"directory. Remove it, or point ${CONFIG_ENV} at a directory you own."
-        )
     probe = directory
-    while not probe.exists() and probe != probe.parent:
+    while not os.path.lexists(probe) and probe != probe.parent:
         probe = probe.parent
+    if not probe.is_dir():
+        what = (
+            f"the config directory {directory} is not a directory"
+            if probe == directory
+            else f"the config directory {directory} cannot be made: {probe} is not "
+            f"a directory"
+        )
+        raise TuningError(
+            f"polykernel tuned table: {what}. Remove it, or point ${CONFIG_ENV} at a "
+            f"directory you own, or tune with save=False (--no-save)."
+        )
+    if probe == directory:
+        try:  # an existing directory: owned by this user, not writable by others
+            ensure_private_dir(directory, env=CONFIG_ENV)
+        except CacheError as err:
+            raise TuningError(f"{err} (Or tune with save=False.)") from err
     if not os.access(probe, os.W_OK | os.X_OK):
         raise TuningError(
             f"polykernel tuned table: cannot write to {probe} (the config directory "
@@ -123,11 +136,20 @@ def _rewrite(path: Path, change: Any) -> Any:
             return result
     except CacheError as err:
         raise TuningError(str(err)) from err
+    except FileProblem as err:  # changed since it was read
+        raise TuningError(
+            f"polykernel tuned table {path}: {err}; it is not rewritten."
+        ) from None
     except OSError as err:
         raise TuningError(
             f"polykernel tuned table {path}: cannot write it ({err.strerror}). Point "
             f"${CONFIG_ENV} at a writable directory you own."
         ) from err
+    except (RecursionError, ValueError) as err:  # a kept entry JSON cannot write
+        raise TuningError(
+            f"polykernel tuned table {path}: cannot write it ({type(err).__name__}: "
+            f"{str(err)[:80]}); it is left as it was. Move it away (or delete it)."
+        ) from None
 
 
 def record_entries(new: Iterable[Entry]) -> Path:
@@ -135,23 +157,42 @@ def record_entries(new: Iterable[Entry]) -> Path:
     replaces the old one; every other entry is kept as it was) and return its path.
 
     Raises:
-        TuningError: the table cannot be written, or is not one this version owns.
+        TuningError: the table cannot be written, or is not one this version owns,
+            or an entry would not read back as itself (nothing is written).
     """
     path = tuned_path()
-    new = list(new)
+    written = [(e, _checked(e)) for e in new]
 
     def change(entries: dict[str, Any]) -> bool:
-        for entry in new:
+        for entry, raw in written:
             name = entry.key.primitive
             mine = (entry.scope, entry.key.identity())
             kept = [
                 r for r in _list(entries.get(name)) if _raw_identity(name, r) != mine
             ]
-            entries[name] = [*kept, entry.to_json()]
+            entries[name] = [*kept, raw]
         return True
 
     _rewrite(path, change)
     return path
+
+
+def _checked(entry: Entry) -> dict[str, Any]:
+    """``entry``'s JSON form, once it is known to read back (a table never holds
+    what its reader would skip: NumPy values, lists, NaN...)."""
+    name = entry.key.primitive
+    try:
+        raw = entry.to_json()
+        Entry.from_json(name, json.loads(json.dumps(raw)), "")
+    except (TypeError, ValueError, RecursionError) as err:
+        raise TuningError(
+            f"polykernel tuned table: the entry of '{name}' choosing "
+            f"{entry.winner.label} cannot be written ({type(err).__name__}: "
+            f"{str(err)[:120]}); nothing was written. Launch parameters and measured "
+            f"numbers must be values a table holds exactly (bools, ints, finite "
+            f"floats, strings, tuples of these)."
+        ) from None
+    return raw
 
 
 def _list(raw: Any) -> list[Any]:
