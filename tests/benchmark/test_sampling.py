@@ -220,3 +220,26 @@ def test_a_zero_budget_times_exactly_n_runs_and_still_judges_the_spread():
     calls = {"slow": clock.call("slow", itertools.cycle([100.0, 300.0]))}
     s = sample(clock, calls, StopRule(n_runs=4, target_spread=0.05, time_budget_s=0))
     assert s.stopped_by == "budget" and s.rounds == 4 and len(s.times_s["slow"]) == 4
+
+
+def test_no_interval_starts_after_the_deadline_and_cut_rounds_are_dropped():
+    clock = Clock()
+    calls = {n: clock.call(n, itertools.repeat(1.0)) for n in ("a", "b")}
+    # each interval takes 1 ms: the deadline falls inside round 3 (a, then b)
+    s = sample(clock, calls, StopRule(n_runs=10), deadline=4.5e-3)
+    assert clock.log == ["a", "b", "b", "a", "a"]  # round 3 cut after 'a'
+    assert s.stopped_by == "budget" and s.rounds == 2
+    assert s.times_s == {n: [pytest.approx(1e-3)] * 2 for n in "ab"}
+    adaptive = sample(
+        clock, calls, StopRule(n_runs=10, target_spread=0.05), deadline=clock.now
+    )
+    assert adaptive.stopped_by == "budget" and adaptive.times_s == {"a": [], "b": []}
+
+
+def test_timed_calls_do_not_start_when_settling_ran_past_the_deadline():
+    clock = Clock()
+    calls = {"slow": clock.call("slow", itertools.repeat(1000.0))}
+    # one settling call takes 1 s: past the deadline, the timed call never starts
+    s = sample(clock, calls, StopRule(n_runs=3), n_settle=1, deadline=0.5)
+    assert clock.log == ["slow"] and s.stopped_by == "budget"
+    assert s.times_s == {"slow": []} and s.rounds == 0

@@ -113,3 +113,23 @@ def test_a_candidate_that_raises_while_timed_is_recorded_not_raised():
     found = time_pass(calls, n_warmup=1, rule=StopRule(3), block=lambda x: x)
     assert isinstance(found.candidates["flaky"].error, RuntimeError)
     assert found.candidates["fine"].ratio == 1.0
+
+
+def test_a_pass_starts_no_call_after_its_deadline():
+    calls = {"quick": _busy(1e-4), "slow": _busy(0.2)}
+    t0 = time.perf_counter()
+    found = time_pass(
+        calls,
+        n_warmup=2,
+        rule=StopRule(10, 0.01, 30.0),
+        block=lambda x: x,
+        deadline=t0 + 0.3,
+    )
+    # a call in flight finishes: at most one slow call (plus settling) past it
+    assert time.perf_counter() - t0 < 0.3 + 2 * 0.2 + 0.2
+    assert found.stopped_by == "budget"
+    assert set(found.candidates) <= {"quick", "slow"}
+    gone = time_pass(
+        calls, n_warmup=1, rule=StopRule(3), block=lambda x: x, deadline=t0
+    )
+    assert gone.candidates == {}  # nothing timed: not in the result

@@ -1,4 +1,4 @@
-"""``op.tune()``: candidates, safety and the seeded faults of issue 28.
+"""``op.tune()``: candidates, safety and the seeded faults of issues 28 and 34.
 
 Each fault is a test: a candidate that returns wrong values is never chosen, one
 that raises is skipped, tuning inside ``jit`` is refused, a candidate that writes
@@ -15,7 +15,7 @@ import pytest
 from tuning_ops import configs, make_op
 
 import polykernel as pk
-from polykernel.settings import tuned_table
+from polykernel.dispatch import Choice, table
 
 FAST = {"max_seconds": 60.0, "case_seconds": 0.3}
 
@@ -44,12 +44,14 @@ def test_every_backend_and_parameter_is_timed_and_the_winner_recorded():
     assert all(m.status == "ok" and m.median_s > 0 for m in case.measured)
     winner = case.winner.candidate.label
     assert winner != "numba(variant='b')"  # 400 passes: never the fastest
-    (entry,) = tuned_table.entries_for("tune.basic")
-    assert entry.best.backend == case.winner.candidate.backend
-    assert set(entry.per_backend) == {"jax_raw", "numba"}
-    assert dict(entry.per_backend["numba"].params)["variant"] in ("a", "c")
+    (entry,) = table.entries_for("tune.basic")
+    assert entry.winner == case.winner.candidate
+    assert entry.default == Choice.of("jax_raw")  # registered first
+    assert {b for b, _ in entry.kernels} == {"jax_raw", "numba"}
+    assert dict(entry.best_of("numba").params)["variant"] in ("a", "c")
+    assert {m.choice.label for m in entry.measured} == labels
     assert entry.recorded["shape"] == [[2000]]
-    assert report.saved_to == tuned_table.tuned_path()
+    assert report.saved_to == table.tuned_path()
 
 
 def test_a_candidate_with_wrong_values_is_reported_and_never_chosen():
@@ -63,13 +65,11 @@ def test_a_candidate_with_wrong_values_is_reported_and_never_chosen():
     )
     assert "elements differ" in wrong.detail
     assert case.winner.candidate.label != "numba(variant='wrong')"
-    (entry,) = tuned_table.entries_for("tune.wrong")
-    assert dict(entry.per_backend["numba"].params) == {"variant": "a"}
-    # Even the default (first candidate) being wrong never lands in the table.
-    assert all(
-        c.get("status") != "ok" or c["params"] != {"variant": "wrong"}
-        for c in entry.candidates
-    )
+    (entry,) = table.entries_for("tune.wrong")
+    assert dict(entry.best_of("numba").params) == {"variant": "a"}
+    # Even the default (first candidate) being wrong is never recorded as usable.
+    (wrong_record,) = [m for m in entry.measured if m.choice == wrong.candidate]
+    assert wrong_record.status == "mismatch" and not wrong_record.ok
 
 
 def test_a_candidate_that_fails_to_build_is_recorded_with_its_error_and_skipped():
@@ -98,7 +98,7 @@ def test_tuning_inside_jit_is_refused():
         r"on fresh buffers and cannot run inside jit, vmap or grad",
     ):
         jax.jit(traced)(np.ones(3, np.float32))
-    assert tuned_table.entries_for("tune.in_jit") == []
+    assert table.entries_for("tune.in_jit") == []
 
 
 def test_candidates_run_on_fresh_buffers_never_the_callers_arrays():
@@ -106,10 +106,12 @@ def test_candidates_run_on_fresh_buffers_never_the_callers_arrays():
     cases = configs((64,))
     before = np.array(cases[0].args[0])
     report = op.tune(platform="cpu", configs=cases, **FAST)
-    # The clobbering kernel wrote into its own copy of x; the caller's array and
-    # the other candidates' copies (compared with the reference) are untouched.
+    # The clobbering kernel wrote into its own copy of x (and is refused for it);
+    # the caller's array and the other candidates' copies are untouched.
     np.testing.assert_array_equal(cases[0].args[0], before)
-    assert _statuses(report)["numba(variant='a')"] == "ok"
+    statuses = _statuses(report)
+    assert statuses["numba(variant='a')"] == "ok"
+    assert statuses["numba(variant='clobber')"] == "mismatch"
 
 
 def test_the_budget_bounds_the_search_and_the_report_says_what_was_cut():
@@ -117,14 +119,17 @@ def test_the_budget_bounds_the_search_and_the_report_says_what_was_cut():
     report = op.tune(
         platform="cpu", configs=configs((100, 200)), max_candidates=2, case_seconds=0.2
     )
-    cut = [m for c in report.cases for m in c.measured if m.status == "cut"]
-    assert {m.detail for m in cut} == {"max_candidates"}
-    assert len(cut) == 2 * 2  # 4 candidates per case, 2 kept
+    # 4 candidates per case, 2 kept: the others are counted, never listed
+    assert [c.not_tried for c in report.cases] == [2, 2]
+    assert all(m.status != "cut" for c in report.cases for m in c.measured)
+    assert "2 more not tried (max_candidates)" in report.table()
     kept = {
         m.candidate.label for c in report.cases for m in c.measured if m.status == "ok"
     }
     assert kept == {"jax_raw", "numba(variant='a')"}  # every backend's default first
-    out_of_time = op.tune(platform="cpu", configs=configs((100, 200)), max_seconds=0.0)
+    out_of_time = op.tune(
+        platform="cpu", configs=configs((100, 200)), max_seconds=1e-9, save=False
+    )
     assert out_of_time.cases == []
     assert [c.split(":")[0] for c in out_of_time.cut] == ["cpu n=100", "cpu n=200"]
     assert "cut by the budget: 2" in out_of_time.table()
@@ -153,15 +158,20 @@ def test_passes_time_every_case_again_and_the_budget_cuts_later_passes():
     assert all(c.endswith("of 50 passes not run (max_seconds)") for c in short.cut)
 
 
-@pytest.mark.parametrize("passes", [0, -1, 1.5, True, "2"])
-def test_passes_must_be_a_positive_integer(passes, request):
+@pytest.mark.parametrize(
+    ("passes", "error", "message"),
+    [
+        (0, pk.TuningValueError, "passes must be >= 1, got 0."),
+        (-1, pk.TuningValueError, "passes must be >= 1, got -1."),
+        (1.5, pk.TuningTypeError, "passes must be an int >= 1, got float: 1.5."),
+        (True, pk.TuningTypeError, "passes must be an int >= 1, got bool: True."),
+        ("2", pk.TuningTypeError, "passes must be an int >= 1, got str: '2'."),
+    ],
+)
+def test_passes_must_be_a_positive_integer(passes, error, message, request):
     op = make_op(f"tune.bad_passes.{request.node.callspec.id}")
     with pytest.raises(
-        pk.TuningError,
-        match=re.escape(
-            f"XLACustomKernel '{op.name}'.tune(): passes must be an integer >= 1 "
-            f"(how many times every case is timed), got {passes!r}."
-        ),
+        error, match=re.escape(f"XLACustomKernel '{op.name}'.tune(): {message}")
     ):
         op.tune(platform="cpu", configs=configs((10,)), passes=passes, **FAST)
 
@@ -169,7 +179,7 @@ def test_passes_must_be_a_positive_integer(passes, request):
 def test_not_saving_leaves_the_table_alone_and_tables_fit_100_columns():
     op = make_op("tune.nosave")
     report = op.tune(platform="cpu", configs=configs((300,)), save=False, **FAST)
-    assert report.saved_to is None and tuned_table.entries_for("tune.nosave") == []
+    assert report.saved_to is None and table.entries_for("tune.nosave") == []
     assert max(len(line) for line in report.table().splitlines()) <= 100
 
 
@@ -179,8 +189,9 @@ def test_not_saving_leaves_the_table_alone_and_tables_fit_100_columns():
         ({}, r"no cases: register benchmark data with def_benchmark_data"),
         ({"platform": "gpu"}, r"no kernels for platform\(s\) \['gpu'\]"),
         (
-            {"backends": ["warp"], "configs": configs((4,))},
-            r"no backend to tune on cpu",
+            {"platform": "cpu", "backends": ["warp"], "configs": configs((4,))},
+            r"no backend to tune on cpu \(registered: \['jax_raw'\], asked for: "
+            r"\['warp'\]\)",
         ),
     ],
     ids=["no-data", "no-platform", "no-backend"],
@@ -188,5 +199,7 @@ def test_not_saving_leaves_the_table_alone_and_tables_fit_100_columns():
 def test_tuning_that_cannot_run_is_our_error(kwargs, message, request):
     op = pk.XLACustomKernel(f"tune.cannot.{request.node.callspec.id}")
     op.def_jax_raw_kernel(lambda outs, **kw: lambda x: x, platform="cpu")
+    if "backends" in kwargs:  # warp is registered, but for the GPU only
+        op.def_warp_kernel(lambda outs, **kw: None)
     with pytest.raises(pk.TuningError, match=message):
         op.tune(**kwargs)

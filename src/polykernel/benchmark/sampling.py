@@ -163,8 +163,9 @@ def sample_interleaved(
     cache — while the rounds still interleave the backends. The clock is read
     only around intervals and, for an adaptive rule, once per round for the budget.
     A call that raises drops its backend (in ``errors``), unless ``catch_errors`` is
-    false. With a ``deadline`` (a time of ``clock``), no interval starts after it:
-    the rounds stop there (``stopped_by`` ``"budget"``), keeping the complete ones.
+    false. With a ``deadline`` (a time of ``clock``), no interval starts after it
+    (nor its timed calls after their settling ones): the rounds stop there
+    (``stopped_by`` ``"budget"``), keeping the complete ones.
 
     Example:
         >>> import itertools
@@ -184,26 +185,25 @@ def sample_interleaved(
     budget = rule.time_budget_s
     rounds, stopped_by, window = 0, "runs", rule.n_runs
     while live:
-        if _past(deadline, clock):
-            stopped_by = "budget"
-            break
-        for name in _order(live, rounds):
-            if _past(deadline, clock):  # the round stays incomplete: dropped below
-                break
-            fn = calls[name]
+        cut = _past(deadline, clock)
+        for name in [] if cut else _order(live, rounds):
             try:
-                for _ in range(settle[name]):
-                    block(fn())
-                t0 = clock()
-                outs = [fn() for _ in range(batch[name])]
-                block(outs)
-                times[name].append((clock() - t0) / batch[name])
+                taken = _interval(calls[name], settle[name], batch[name], clock,
+                                  block, deadline)  # fmt: skip
             except Exception as err:
                 if not catch_errors:
                     raise
                 errors[name] = err
                 live.remove(name)
                 times.pop(name)
+                continue
+            if taken is None:  # the round stays incomplete: dropped below
+                cut = True
+                break
+            times[name].append(taken)
+        if cut:
+            stopped_by = "budget"
+            break
         rounds += 1
         if rounds < window:
             continue
@@ -238,6 +238,29 @@ def sample_interleaved(
 
 def _past(deadline: float | None, clock: Callable[[], float]) -> bool:
     return deadline is not None and clock() >= deadline
+
+
+def _interval(
+    fn: Callable[[], Any],
+    n_settle: int,
+    n_batch: int,
+    clock: Callable[[], float],
+    block: Callable[[Any], Any],
+    deadline: float | None,
+) -> float | None:
+    """One timed interval of ``fn`` (per-call seconds) after its settling calls;
+    None when ``deadline`` passed before it could start (checked before the
+    settling calls and again before the timed ones)."""
+    if _past(deadline, clock):
+        return None
+    for _ in range(n_settle):
+        block(fn())
+    if n_settle and _past(deadline, clock):
+        return None
+    t0 = clock()
+    outs = [fn() for _ in range(n_batch)]
+    block(outs)
+    return (clock() - t0) / n_batch
 
 
 def _per_name(

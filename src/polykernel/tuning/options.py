@@ -18,7 +18,16 @@ from typing import Any
 from ..errors import TuningTypeError, TuningValueError
 from ..platforms import PLATFORMS
 
-__all__ = ["TuneOptions", "check_backends", "check_options", "check_platforms"]
+__all__ = [
+    "TuneOptions",
+    "check_backends",
+    "check_configs",
+    "check_options",
+    "check_platforms",
+]
+
+#: The largest ``target_spread`` (IQR / median) a timing rule takes.
+MAX_SPREAD = 10.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,16 +52,22 @@ def _where(owner: str) -> str:
 
 
 def _positive(
-    owner: str, name: str, value: Any, what: str = "number of seconds"
+    owner: str,
+    name: str,
+    value: Any,
+    what: str = "number of seconds",
+    below: float = math.inf,
 ) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TuningTypeError(
             f"{_where(owner)}: {name} must be a {what}, got "
             f"{type(value).__name__}: {value!r:.60}."
         )
-    if not (math.isfinite(value) and value > 0):
+    if not (math.isfinite(value) and 0 < value < below):
+        bound = f" and < {below:g}" if math.isfinite(below) else ""
         raise TuningValueError(
-            f"{_where(owner)}: {name} must be a finite {what} > 0, got {value!r}."
+            f"{_where(owner)}: {name} must be a finite {what} > 0{bound}, got "
+            f"{value!r}."
         )
     return float(value)
 
@@ -114,7 +129,9 @@ def check_options(
         TuningTypeError: an argument of the wrong type.
         TuningValueError: an argument out of range (NaN, infinite, negative, 0).
     """
-    spread = _positive(owner, "target_spread", target_spread, "fraction (IQR / median)")
+    spread = _positive(
+        owner, "target_spread", target_spread, "fraction (IQR / median)", MAX_SPREAD
+    )
     return TuneOptions(
         max_seconds=_positive(owner, "max_seconds", max_seconds),
         max_candidates=_count(owner, "max_candidates", max_candidates, optional=True),
@@ -145,11 +162,15 @@ def check_platforms(owner: str, platform: Any) -> list[str] | None:
             f"{_where(owner)}: platform must be one of {list(PLATFORMS)}, a list of "
             f"them, or None, got {type(platform).__name__}: {platform!r:.60}."
         )
-    unknown = [p for p in names if p not in PLATFORMS]
-    if unknown or not names:
+    if not names:
         raise TuningValueError(
-            f"{_where(owner)}: platform {unknown[0] if unknown else names!r} is not "
-            f"one of {list(PLATFORMS)}."
+            f"{_where(owner)}: platform is an empty {type(names).__name__}; name at "
+            f"least one of {list(PLATFORMS)}, or pass None for every platform here."
+        )
+    unknown = [p for p in names if p not in PLATFORMS]
+    if unknown:
+        raise TuningValueError(
+            f"{_where(owner)}: platform {unknown[0]!r} is not one of {list(PLATFORMS)}."
         )
     twice = sorted({p for p in names if names.count(p) > 1})
     if twice:
@@ -184,15 +205,50 @@ def check_backends(
             f"{_where(owner)}: backends must be a list of backend names (or None), "
             f"got {type(backends).__name__}: {backends!r:.60}."
         )
-    unknown = [b for b in backends if b not in registered]
-    if unknown or not backends:
+    if not backends:
         raise TuningValueError(
-            f"{_where(owner)}: backend(s) {unknown or backends!r} are not registered "
-            f"(registered: {list(registered)}); name some of those, or None for all."
+            f"{_where(owner)}: backends is an empty {type(backends).__name__}; name "
+            f"at least one of {list(registered)}, or pass None for all."
+        )
+    unknown = [b for b in backends if b not in registered]
+    if unknown:
+        raise TuningValueError(
+            f"{_where(owner)}: backend(s) {unknown} are not registered (registered: "
+            f"{list(registered)}); name some of those, or None for all."
         )
     twice = sorted({b for b in backends if backends.count(b) > 1})
     if twice:
         raise TuningValueError(
-            f"{_where(owner)}: backends names {twice} more than once."
+            f"{_where(owner)}: backends names {twice} more than once; name each "
+            f"backend once."
         )
     return list(backends)
+
+
+def check_configs(owner: str, configs: Any, what: str = "configs") -> list[Any]:
+    """``configs`` (or what the benchmark data function returned: ``what``) as a
+    non-empty list of ``BenchmarkConfig``.
+
+    Raises:
+        TuningTypeError: not a list or tuple, or holding anything else.
+        TuningValueError: an empty one.
+    """
+    from ..benchmark.config import BenchmarkConfig
+
+    fix = "e.g. configs=[BenchmarkConfig('n=1000', (x,))]"
+    if not isinstance(configs, list | tuple):
+        raise TuningTypeError(
+            f"{_where(owner)}: {what} must be a list of BenchmarkConfig, got "
+            f"{type(configs).__name__}: {configs!r:.60}; {fix}."
+        )
+    bad = next((c for c in configs if not isinstance(c, BenchmarkConfig)), None)
+    if bad is not None:
+        raise TuningTypeError(
+            f"{_where(owner)}: {what} must hold BenchmarkConfig objects only, got "
+            f"{type(bad).__name__}: {bad!r:.60}; {fix}."
+        )
+    if not configs:
+        raise TuningValueError(
+            f"{_where(owner)}: {what} is empty: there is no case to tune; {fix}."
+        )
+    return list(configs)

@@ -4,22 +4,24 @@ For each case (a ``BenchmarkConfig`` of the primitive's benchmark data, or the
 user's), on each platform present:
 
 1. the call function runs once and every bind of the primitive is captured
-   (:mod:`.capture`): its operands, ``outs`` and static keywords;
+   (:mod:`.capture`): its operands, ``outs`` and static keywords (no candidate runs
+   there: the primitive's binds are evaluated by the ``jax_raw`` reference);
 2. each candidate (:mod:`.candidates`) is bound again under its own ``jax.jit`` on
    **fresh copies** of the operands — never the caller's arrays — once, in a worker
-   given its share of the budget (:mod:`.deadline`): one that does not return in
-   time is abandoned (``timeout``), one that fails is recorded with its error, one
-   whose outputs differ from the reference's (``jax_raw``, else the default; the
-   next candidate that runs when those fail) beyond the per-dtype tolerance, or
-   that **changed its inputs**, is a ``mismatch``: none of these is ever chosen;
+   given its share of the budget (:mod:`.first_call`): one that does not return in
+   time is abandoned (``timeout``, and not run again in later cases), one that
+   fails is recorded with its error, one whose outputs differ from the reference's
+   (``jax_raw``, else the default; the next candidate that runs when those fail)
+   beyond the per-dtype tolerance, or that **changed its inputs**, is a
+   ``mismatch``: none of these is ever chosen;
 3. the others are timed with interleaved, settled rounds in ``passes`` passes over
-   all the cases (:mod:`.timing`), no interval starting after the budget's end;
-   with ``contention``, once more with the machine's other cores busy
-   (:mod:`.load`);
-4. the winner is chosen by the one rule of :mod:`polykernel.dispatch.ranking`: the
-   default unless a candidate is faster beyond the measured spread. The entry
-   records every candidate *tried* (never those the budget left out) and the
-   identity of every kernel it measured.
+   all the cases (:mod:`.timing`), each case of a pass given at most an equal
+   share of what is left of the budget, no interval starting after its end; with
+   ``contention``, once more with the machine's other cores busy (:mod:`.load`);
+4. the winner is chosen by the one rule of :mod:`polykernel.dispatch.ranking`
+   (:mod:`.results`): the default unless a candidate is faster beyond the measured
+   spread. The entry records every candidate *tried* (never those the budget left
+   out) and the identity of every kernel it measured.
 
 Tuning never runs inside a traced program (refused by :mod:`.session`).
 """
@@ -29,23 +31,23 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from .. import backends as backend_table
 from ..benchmark.sampling import StopRule
 from ..benchmark.tolerance import compare_outputs, tolerance_for
-from ..dispatch.ranking import Scored, choose
-from ..dispatch.records import Entry, Key, Scope
+from ..dispatch.records import Entry, Key
+from . import results
 from .candidates import Candidate, Tunables, enumerate_candidates
-from .capture import BoundCall, bound_calls
-from .deadline import DeadlineExceeded, call_with_deadline
+from .capture import BoundCall, Evaluate, bound_calls
+from .first_call import Outcome, first_call, fresh
 from .load import busy_cores
 from .options import TuneOptions
 from .report import Measured, TunedCase, TuneReport
-from .timing import OUT_OF_RACE, PassTimes, combine_passes, time_pass
+from .timing import PassTimes, time_pass
 
 __all__ = ["TuneOptions", "tune_platform"]
 
@@ -56,7 +58,8 @@ MIN_SHARE_S = 10.0
 
 @dataclasses.dataclass
 class _Run:
-    """The state of one platform's run: the primitive's hooks and the clock."""
+    """The state of one platform's run: the primitive's hooks, the clock, the
+    first calls still to make and the candidates abandoned (token -> the case)."""
 
     op: Any
     platform: str
@@ -69,13 +72,10 @@ class _Run:
     started: float
     report: TuneReport
     to_try: int = 0
+    abandoned: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def left(self) -> float:
         return self.options.max_seconds - (time.perf_counter() - self.started)
-
-    @property
-    def deadline(self) -> float:
-        return self.started + self.options.max_seconds
 
     def share(self) -> float:
         """The time the next candidate's first call may take."""
@@ -105,28 +105,19 @@ def tune_platform(
     device = jax.devices(platform)[0]
     run = _Run(op, platform, key_of, tunables, reference, default, identity, options,
                started, report)  # fmt: skip
-    prepared: list[_Prepared] = []
-    kept_per_case = len(enumerate_candidates(tunables, options.max_candidates)[0])
-    run.to_try = kept_per_case * len(configs)
-    for config in configs:
-        if run.left() <= 0:
-            report.cut.append(f"{platform} {config.label}: not tuned (max_seconds)")
-            continue
-        placed = config.put_args(device)
-        fn = functools.partial(call, **config.kernel_kwargs)
-        for index, bound in enumerate(bound_calls(fn, placed.args, op.primitive)):
-            label = config.label if index == 0 else f"{config.label} #{index}"
-            prepared.append(_prepare(run, label, bound, device))
-            report.cases.append(prepared[-1].case)
+    run.to_try = len(_order(run)) * len(configs)
+    prepared = [
+        _prepare(run, label, bound, device)
+        for config in configs
+        for label, bound in _captured(run, config, device, call)
+    ]
+    report.cases += [item.case for item in prepared]
     # Every case's first pass before any case's second: passes meet the machine in
     # different states (see .timing).
     for _ in range(options.passes):
-        for item in prepared:
-            if item.timed and run.left() > 0:
-                item.passes.append(_time_once(run, item))
+        _time_pass(run, [item for item in prepared if item.timed])
     if options.contention:
         _loaded_pass(run, prepared)
-    entries = []
     for item in prepared:
         missed = options.passes - len(item.passes)
         if item.timed and missed:
@@ -134,11 +125,49 @@ def tune_platform(
                 f"{platform} {item.case.label}: {missed} of {options.passes} passes "
                 f"not run (max_seconds)"
             )
-        _record(item)
-        item.case.entry = _entry(run, item.case)
-        if item.case.entry is not None:
-            entries.append(item.case.entry)
-    return entries
+        results.record(item.case, item.timed, item.passes, item.loaded)
+        item.case.entry = results.entry(
+            item.case, run.default, run.identity, report.machine, options
+        )
+    return [item.case.entry for item in prepared if item.case.entry is not None]
+
+
+def _evaluate(run: _Run) -> Evaluate | None:
+    """How capture evaluates the primitive's own binds: with the reference, when it
+    is a registered reference backend (``jax_raw``); else None (zeros)."""
+    found = backend_table.lookup(run.reference.backend)
+    if found is None or not found.reference:
+        return None
+    prim, ref = run.op.primitive, run.reference
+
+    def evaluate(ins: Sequence[Any], params: dict[str, Any]) -> Sequence[Any]:
+        params = {**params, "backend": ref.backend, **dict(ref.params)}
+        result = prim.bind(*ins, **params)
+        return list(result) if prim.multiple_results else [result]
+
+    return evaluate
+
+
+def _captured(
+    run: _Run, config: Any, device: Any, call: Callable[..., Any]
+) -> list[tuple[str, BoundCall]]:
+    """``(label, bind)`` of every bind of the primitive in one case (none when the
+    budget is spent)."""
+    if run.left() <= 0:
+        run.report.cut.append(f"{run.platform} {config.label}: not tuned (max_seconds)")
+        return []
+    placed = config.put_args(device)
+    fn = functools.partial(call, **config.kernel_kwargs)
+    binds = bound_calls(fn, placed.args, run.op.primitive, _evaluate(run))
+    if any(b.after_zeros for b in binds):
+        run.report.notes.append(
+            f"{config.label}: no reference evaluated the primitive while its binds "
+            f"were captured; a bind fed by an earlier one was timed on zeros"
+        )
+    return [
+        (config.label if i == 0 else f"{config.label} #{i}", bound)
+        for i, bound in enumerate(binds)
+    ]
 
 
 @dataclasses.dataclass
@@ -155,64 +184,33 @@ class _Prepared:
     loaded: PassTimes | None = None
 
 
-def _fresh(operands: Sequence[Any], device: Any) -> list[Any]:
-    """Copies of ``operands`` in new device buffers (host round trip: no aliasing)."""
-    import jax
-
-    return [jax.device_put(np.array(x), device) for x in operands]
-
-
-def _binder(run: _Run, bound: BoundCall, candidate: Candidate) -> Callable[..., Any]:
-    import jax
-
-    params = {**bound.statics, **dict(candidate.params)}
-    outs = bound.params["outs"]
-    prim = run.op.primitive
-    return jax.jit(
-        lambda *xs: prim.bind(*xs, outs=outs, backend=candidate.backend, **params)
-    )
+def _order(run: _Run) -> list[Candidate]:
+    """The first calls of one case: the reference first, then the candidates kept."""
+    kept, _ = enumerate_candidates(run.tunables, run.options.max_candidates)
+    return [run.reference, *(c for c in kept if c != run.reference)]
 
 
-@dataclasses.dataclass
-class _Outcome:
-    """A candidate's first call: its jitted bind and outputs, the inputs it
-    changed, or what went wrong."""
-
-    fn: Callable[..., Any] | None = None
-    outputs: list[np.ndarray] | None = None
-    changed: tuple[int, ...] = ()
-    failure: Measured | None = None
-
-
-def _attempt(run: _Run, bound: BoundCall, candidate: Candidate, host: list[np.ndarray],
-             device: Any) -> _Outcome:  # fmt: skip
-    """Run ``candidate`` once on fresh copies, within its share of the budget."""
-    import jax
-
+def _attempt(
+    run: _Run, case: TunedCase, bound: BoundCall, candidate: Candidate,
+    host: list[np.ndarray], device: Any,
+) -> Outcome:  # fmt: skip
+    """``candidate``'s first call within its share of the budget (not made again
+    after it was abandoned in an earlier case)."""
+    token = candidate.token()
     share = run.share()
     run.to_try = max(0, run.to_try - 1)
-    fn, args = _binder(run, bound, candidate), _fresh(bound.operands, device)
-
-    def first() -> list[np.ndarray]:
-        return [np.asarray(o) for o in jax.block_until_ready(fn(*args))]
-
-    try:
-        outputs = call_with_deadline(first, share)
-    except DeadlineExceeded as err:
-        note = (f"abandoned: {err} (its share of max_seconds); it may still be "
-                f"running, so timings taken after it may be disturbed")  # fmt: skip
-        if note not in run.report.notes:
-            run.report.notes.append(f"{candidate.label}: {note}")
-        return _Outcome(failure=Measured(candidate, "timeout", detail=str(err)))
-    except Exception as err:  # recorded and skipped: a build or run failure
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        detail = f"{type(err).__name__}: {first_line}"[:300]
-        return _Outcome(failure=Measured(candidate, "error", detail=detail))
-    changed = tuple(
-        i for i, (a, h) in enumerate(zip(args, host, strict=True))
-        if np.asarray(a).tobytes() != h.tobytes()
-    )  # fmt: skip
-    return _Outcome(fn, outputs, changed)
+    if token in run.abandoned:
+        detail = f"not run: abandoned in case {run.abandoned[token]}"
+        return Outcome(failure=Measured(candidate, "timeout", detail=detail))
+    outcome = first_call(run.op.primitive, bound, candidate, host, device, share)
+    if outcome.failure is not None and outcome.failure.status == "timeout":
+        run.abandoned[token] = case.label
+        run.report.notes.append(
+            f"{candidate.label}: abandoned in {case.label}: {outcome.failure.detail} "
+            f"(its share of max_seconds); it may still be running, so timings taken "
+            f"after it may be disturbed"
+        )
+    return outcome
 
 
 def _prepare(run: _Run, label: str, bound: BoundCall, device: Any) -> _Prepared:
@@ -224,14 +222,15 @@ def _prepare(run: _Run, label: str, bound: BoundCall, device: Any) -> _Prepared:
     case = TunedCase(label, key, [list(np.shape(x)) for x in bound.operands], "")
     case.not_tried = not_tried
     host = [np.array(x) for x in bound.operands]
-    outcomes: dict[str, _Outcome] = {}
-    order = [run.reference, *(c for c in kept if c != run.reference)]
+    outcomes: dict[str, Outcome] = {}
+    order = _order(run)
     for candidate in order:
         if run.left() <= 0:
             if candidate in kept:
                 case.measured.append(Measured(candidate, "cut", detail="max_seconds"))
             continue
-        outcomes[candidate.token()] = _attempt(run, bound, candidate, host, device)
+        outcomes[candidate.token()] = _attempt(run, case, bound, candidate, host,
+                                               device)  # fmt: skip
     reference = _reference(run, order, outcomes, case)
     want = outcomes[reference.token()].outputs if reference is not None else None
     timed: dict[str, tuple[Candidate, Callable[..., Any]]] = {}
@@ -239,43 +238,44 @@ def _prepare(run: _Run, label: str, bound: BoundCall, device: Any) -> _Prepared:
         outcome = outcomes.get(candidate.token())
         if outcome is None:
             continue
-        if outcome.failure is not None:
-            case.measured.append(outcome.failure)
-        elif outcome.changed:
-            which = ", ".join(f"input {i}" for i in outcome.changed)
-            case.measured.append(Measured(
-                candidate, "mismatch",
-                detail=f"it wrote into its {which} (kernels must not change their "
-                f"inputs; declare input_output_aliases to write in place)",
-            ))  # fmt: skip
-        elif want is None:
-            case.measured.append(
-                Measured(candidate, "error", detail="no reference ran")
-            )
+        refused = _refusal(run, candidate, outcome, want)
+        if refused is not None:
+            case.measured.append(refused)
         else:
-            tols = [
-                tolerance_for(w.dtype, run.options.rtol, run.options.atol) for w in want
-            ]
-            check = compare_outputs(outcome.outputs or [], want, tols)
-            if not check.ok:
-                case.measured.append(
-                    Measured(candidate, "mismatch", detail=check.detail)
-                )
-            else:
-                assert outcome.fn is not None
-                timed[candidate.label] = (candidate, outcome.fn)
+            assert outcome.fn is not None
+            timed[candidate.label] = (candidate, outcome.fn)
     return _Prepared(case, timed, bound.operands, device)
 
 
+def _refusal(
+    run: _Run, candidate: Candidate, outcome: Outcome, want: list[np.ndarray] | None
+) -> Measured | None:
+    """Why ``candidate`` is not timed (None: it is)."""
+    if outcome.failure is not None:
+        return outcome.failure
+    if outcome.changed:
+        which = ", ".join(f"input {i}" for i in outcome.changed)
+        return Measured(
+            candidate, "mismatch",
+            detail=f"it wrote into its {which} (kernels must not change their "
+            f"inputs; declare input_output_aliases to write in place)",
+        )  # fmt: skip
+    if want is None:
+        return Measured(candidate, "error", detail="no reference ran")
+    tols = [tolerance_for(w.dtype, run.options.rtol, run.options.atol) for w in want]
+    check = compare_outputs(outcome.outputs or [], want, tols)
+    return None if check.ok else Measured(candidate, "mismatch", detail=check.detail)
+
+
 def _reference(
-    run: _Run, order: list[Candidate], outcomes: dict[str, _Outcome], case: TunedCase
+    run: _Run, order: list[Candidate], outcomes: dict[str, Outcome], case: TunedCase
 ) -> Candidate | None:
     """The candidate whose outputs the others are compared with: the reference,
     else the default, else the first that ran cleanly (said in the report)."""
     preferred = [run.reference, run.default, *order]
     for candidate in preferred:
         outcome = outcomes.get(candidate.token())
-        if outcome is not None and outcome.failure is None and not outcome.changed:
+        if outcome is not None and outcome.clean:
             case.reference = candidate.label
             if candidate != run.reference:
                 case.notes.append(
@@ -294,15 +294,37 @@ def jax_aval(x: Any) -> Any:
     return jax.ShapeDtypeStruct(np.shape(x), x.dtype)
 
 
-def _time_once(run: _Run, item: _Prepared) -> PassTimes:
+def _shares(
+    run: _Run, items: list[_Prepared]
+) -> Iterator[tuple[_Prepared, float | None]]:
+    """Each of ``items`` with the end of its equal share of what is left of the
+    budget (None: spent), so every case gets its pass before the budget ends."""
+    for index, item in enumerate(items):
+        left = run.left()
+        end = time.perf_counter() + left / (len(items) - index) if left > 0 else None
+        yield item, end
+
+
+def _time_pass(run: _Run, items: list[_Prepared]) -> None:
+    """One pass over ``items`` (a pass that timed nothing is not kept)."""
+    for item, deadline in _shares(run, items):
+        if deadline is None:
+            return
+        timed = _time_once(run, item, deadline)
+        if timed.candidates:
+            item.passes.append(timed)
+
+
+def _time_once(run: _Run, item: _Prepared, deadline: float) -> PassTimes:
     """One pass over one case, each candidate on its own fresh copy of the operands
-    (dropped after the pass: a case holds no copies between its passes)."""
+    (dropped after the pass: a case holds no copies between its passes); no
+    interval starts after ``deadline``."""
     import jax
 
-    budget = max(0.0, min(run.options.case_seconds, run.left()))
+    budget = max(0.0, min(run.options.case_seconds, deadline - time.perf_counter()))
     rule = StopRule(run.options.n_runs, run.options.target_spread, budget)
     calls = {
-        name: functools.partial(fn, *_fresh(item.operands, item.device))
+        name: functools.partial(fn, *fresh(item.operands, item.device))
         for name, (_, fn) in item.timed.items()
     }
     return time_pass(
@@ -310,7 +332,7 @@ def _time_once(run: _Run, item: _Prepared) -> PassTimes:
         n_warmup=run.options.n_warmup,
         rule=rule,
         block=jax.block_until_ready,
-        deadline=run.deadline,
+        deadline=deadline,
     )
 
 
@@ -323,68 +345,9 @@ def _loaded_pass(run: _Run, prepared: list[_Prepared]) -> None:
         if not started:
             run.report.notes.append("contention: one core only, nothing to load")
             return
-        for item in todo:
-            if run.left() <= 0:
+        for item, deadline in _shares(run, todo):
+            if deadline is None:
                 where = f"{run.platform} {item.case.label}"
                 run.report.cut.append(f"{where}: the contention pass (max_seconds)")
-                continue
-            item.loaded = _time_once(run, item)
-
-
-def _record(item: _Prepared) -> None:
-    """Add every timed candidate's combined figures (or its error) to the case."""
-    if not item.passes:
-        for candidate, _ in item.timed.values():
-            item.case.measured.append(Measured(candidate, "cut", detail="max_seconds"))
-        return
-    item.case.stopped_by = item.passes[-1].stopped_by
-    combined = combine_passes(item.passes)
-    loaded = combine_passes([item.loaded]) if item.loaded is not None else {}
-    for name, (candidate, _) in item.timed.items():
-        found = combined.get(name)
-        if found is None:
-            item.case.measured.append(Measured(candidate, "cut", detail="max_seconds"))
-            continue
-        if found.error is not None:
-            detail = f"{type(found.error).__name__}: {found.error}"[:300]
-            item.case.measured.append(Measured(candidate, "error", detail=detail))
-            continue
-        note = "" if found.raced else f"out of the race (>{OUT_OF_RACE}x)"
-        under = loaded.get(name)
-        loaded_ratio = under.ratio if under and under.error is None else None
-        item.case.measured.append(
-            Measured(candidate, "ok", found.median_s, found.spread, note,
-                     ratio=found.ratio, ratio_spread=found.ratio_spread,
-                     ratio_error=found.ratio_error, rounds=found.rounds,
-                     loaded_ratio=loaded_ratio)
-        )  # fmt: skip
-
-
-def _entry(run: _Run, case: TunedCase) -> Entry | None:
-    """The case's entry: the winner by the one rule, every candidate tried."""
-    ok = [m for m in case.measured if m.status == "ok" and m.median_s is not None]
-    scored = [Scored(m, m.ratio, m.ratio_error, m.loaded_ratio) for m in ok]
-    default = next((m for m in ok if m.candidate == run.default), None)
-    picked = choose(scored, default=default)
-    if picked is None:
-        return None
-    picked.item.chosen = True
-    tried = [m for m in case.measured if m.status != "cut"]
-    backends = sorted({m.candidate.backend for m in tried})
-    recorded = {
-        "case": case.label,
-        "shape": case.shapes,
-        "machine": run.report.machine,
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "passes": run.options.passes,
-        "contention": run.options.contention,
-    }
-    return Entry(
-        case.key,
-        Scope.TUNED,
-        picked.item.candidate,
-        run.default,
-        tuple((b, run.identity(b)) for b in backends),
-        tuple(m.record() for m in tried),
-        recorded,
-    )
+            else:
+                item.loaded = _time_once(run, item, deadline)

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import _jax_compat, backends as backend_table
-from ..benchmark.config import BenchmarkConfig
 from ..benchmark.machine import machine_info
 from ..dispatch import writing
 from ..errors import TuningError, TuningTypeError
 from .candidates import Candidate
-from .options import check_backends, check_options, check_platforms
+from .options import check_backends, check_configs, check_options, check_platforms
 from .report import TuneReport
 from .runner import tune_platform
 
@@ -94,32 +93,19 @@ def _reference(op: Any, platform: str, default: Candidate) -> Candidate:
     return Candidate.of(refs[0], {n: values[0] for n, values in registered[refs[0]]})
 
 
-def _configs(op: Any, platform: str, configs: Sequence[Any] | None) -> list[Any]:
-    if configs is None:
-        data = op.benchmark_data_function
-        if data is None:
-            raise TuningError(
-                f"XLACustomKernel '{op.name}'.tune(): no cases: register benchmark "
-                f"data with def_benchmark_data(fn), or pass "
-                f"configs=[BenchmarkConfig(...)]."
-            )
-        configs = data(platform=platform)
-    if isinstance(configs, BenchmarkConfig) or not isinstance(configs, Sequence):
-        raise TuningTypeError(
-            f"XLACustomKernel '{op.name}'.tune(): configs must be a list of "
-            f"BenchmarkConfig, got {type(configs).__name__}."
-        )
-    bad = [c for c in configs if not isinstance(c, BenchmarkConfig)]
-    if bad:
-        raise TuningTypeError(
-            f"XLACustomKernel '{op.name}'.tune(): configs must hold BenchmarkConfig "
-            f"objects only, got {type(bad[0]).__name__}: {bad[0]!r:.60}."
-        )
-    if not configs:
+def _configs(op: Any, platform: str, given: list[Any] | None) -> list[Any]:
+    """The cases on ``platform``: the caller's, else the benchmark data's."""
+    if given is not None:
+        return given
+    data = op.benchmark_data_function
+    if data is None:
         raise TuningError(
-            f"XLACustomKernel '{op.name}'.tune(): no cases (configs is empty)."
+            f"XLACustomKernel '{op.name}'.tune(): no cases: register benchmark "
+            f"data with def_benchmark_data(fn), or pass "
+            f"configs=[BenchmarkConfig(...)]."
         )
-    return list(configs)
+    what = f"the benchmark data function's result for platform {platform!r}"
+    return check_configs(op.name, data(platform=platform), what)
 
 
 def run_tuning(
@@ -156,47 +142,67 @@ def run_tuning(
         rtol=rtol, atol=atol, verbose=verbose, contention=contention,
     )  # fmt: skip
     if not isinstance(save, bool):
-        raise TuningTypeError(f"{where}: save must be True or False, got {save!r:.60}.")
+        raise TuningTypeError(
+            f"{where}: save must be True or False, got {type(save).__name__}: "
+            f"{save!r:.60}."
+        )
+    given = None if configs is None else check_configs(op.name, configs)
     wanted = check_platforms(op.name, platform)
     every = sorted({b for p in ("cpu", "gpu", "tpu") for b in op.available_backends(p)})
     only = check_backends(op.name, backends, every)
     platforms = _platforms(op, wanted)
     if save:
         writing.check_writable()
-    plans = []
-    for p in platforms:
-        kernels = registered(p)
-        default = Candidate.of(
-            kernels.default, {n: c[0] for n, c in kernels.kernels[kernels.default]}
-        )
-        plans.append(
-            (p, _configs(op, p, configs), _tunables(op, p, only), default, kernels)
-        )
+    plans = [_plan(op, p, given, only, registered(p)) for p in platforms]
     report = TuneReport(op.name, machine=machine_info(), passes=options.passes)
     call = op.call if op.call_function is not None else op
     entries = []
-    for p, cases, tunables, default, kernels in plans:
+    for plan in plans:
         entries += tune_platform(
-            op,
-            p,
-            cases,
-            call=call,
-            key_of=key_of,
-            tunables=tunables,
-            reference=_reference(op, p, default),
-            default=default,
-            identity=kernels.identity,
-            options=options,
-            report=report,
-            started=started,
-        )
+            op, plan.platform, plan.cases, call=call, key_of=key_of,
+            tunables=plan.tunables, reference=plan.reference, default=plan.default,
+            identity=plan.identity, options=options, report=report, started=started,
+        )  # fmt: skip
     if save and entries:
-        try:
-            report.saved_to = writing.record_entries(entries)
-        except TuningError as err:  # raced since the check: the report stays on it
-            err.report = report  # type: ignore[attr-defined]
-            raise
-        _jax_compat.bump_dispatch_epoch()
+        _save(report, entries)
     if options.verbose:
         print(report.table())
     return report
+
+
+class _Plan(NamedTuple):
+    """One platform's run: its cases, candidates, default, reference and kernel
+    identities."""
+
+    platform: str
+    cases: list[Any]
+    tunables: dict[str, Any]
+    default: Candidate
+    reference: Candidate
+    identity: Callable[[str], str]
+
+
+def _plan(
+    op: Any, platform: str, given: list[Any] | None, only: Any, kernels: Any
+) -> _Plan:
+    """What tuning ``platform`` needs (``kernels``: the registered kernels there)."""
+    first = {n: c[0] for n, c in kernels.kernels[kernels.default]}
+    default = Candidate.of(kernels.default, first)
+    return _Plan(
+        platform,
+        _configs(op, platform, given),
+        _tunables(op, platform, only),
+        default,
+        _reference(op, platform, default),
+        kernels.identity,
+    )
+
+
+def _save(report: TuneReport, entries: list[Any]) -> None:
+    """Record ``entries`` in the user's table; then lowerings decide again."""
+    try:
+        report.saved_to = writing.record_entries(entries)
+    except TuningError as err:  # raced since the check: the report stays on it
+        err.report = report  # type: ignore[attr-defined]
+        raise
+    _jax_compat.bump_dispatch_epoch()

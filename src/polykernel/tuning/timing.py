@@ -165,7 +165,8 @@ def time_pass(
             raced,
             rounds=len(samples),
         )
-    return PassTimes(found, sampled.stopped_by)
+    # nothing raced (the deadline came first): the first rounds say why it stopped
+    return PassTimes(found, sampled.stopped_by if racing else first.stopped_by)
 
 
 def _past(deadline: float | None) -> bool:

@@ -1,0 +1,94 @@
+"""What one case's timings become: every candidate's figures, and the entry.
+
+:func:`record` turns the passes' timings into one :class:`~.report.Measured` per
+timed candidate; :func:`entry` picks the winner by the one rule of
+:mod:`polykernel.dispatch.ranking` (the default unless a candidate is faster beyond
+the measured spread) and records every candidate *tried* — never one the budget
+left out — with the identity of every kernel measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..dispatch.ranking import Scored, choose
+from ..dispatch.records import Entry, Scope
+from .candidates import Candidate
+from .options import TuneOptions
+from .report import Measured, TunedCase
+from .timing import OUT_OF_RACE, PassTimes, combine_passes
+
+__all__ = ["entry", "record"]
+
+
+def record(
+    case: TunedCase,
+    timed: Mapping[str, tuple[Candidate, Any]],
+    passes: Sequence[PassTimes],
+    loaded: PassTimes | None,
+) -> None:
+    """Add every timed candidate's combined figures (or its error) to ``case``."""
+    if not passes:
+        for candidate, _ in timed.values():
+            case.measured.append(Measured(candidate, "cut", detail="max_seconds"))
+        return
+    case.stopped_by = passes[-1].stopped_by
+    combined = combine_passes(passes)
+    under_load = combine_passes([loaded]) if loaded is not None else {}
+    for name, (candidate, _) in timed.items():
+        found = combined.get(name)
+        if found is None:
+            case.measured.append(Measured(candidate, "cut", detail="max_seconds"))
+            continue
+        if found.error is not None:
+            detail = f"{type(found.error).__name__}: {found.error}"[:300]
+            case.measured.append(Measured(candidate, "error", detail=detail))
+            continue
+        note = "" if found.raced else f"out of the race (>{OUT_OF_RACE}x)"
+        under = under_load.get(name)
+        loaded_ratio = under.ratio if under and under.error is None else None
+        case.measured.append(
+            Measured(candidate, "ok", found.median_s, found.spread, note,
+                     ratio=found.ratio, ratio_spread=found.ratio_spread,
+                     ratio_error=found.ratio_error, rounds=found.rounds,
+                     loaded_ratio=loaded_ratio)
+        )  # fmt: skip
+
+
+def entry(
+    case: TunedCase,
+    default: Candidate,
+    identity: Callable[[str], str],
+    machine: Mapping[str, Any],
+    options: TuneOptions,
+) -> Entry | None:
+    """The case's entry (None when nothing was timed): the winner by the one rule,
+    every candidate tried."""
+    ok = [m for m in case.measured if m.status == "ok" and m.median_s is not None]
+    scored = [Scored(m, m.ratio, m.ratio_error, m.loaded_ratio) for m in ok]
+    measured_default = next((m for m in ok if m.candidate == default), None)
+    picked = choose(scored, default=measured_default)
+    if picked is None:
+        return None
+    picked.item.chosen = True
+    tried = [m for m in case.measured if m.status != "cut"]
+    backends = sorted({m.candidate.backend for m in tried})
+    recorded = {
+        "case": case.label,
+        "shape": case.shapes,
+        "machine": dict(machine),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "passes": options.passes,
+        "contention": options.contention,
+    }
+    return Entry(
+        case.key,
+        Scope.TUNED,
+        picked.item.candidate,
+        default,
+        tuple((b, identity(b)) for b in backends),
+        tuple(m.record() for m in tried),
+        recorded,
+    )
