@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import enum
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import values
@@ -76,7 +76,9 @@ class Choice:
     params: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
-    def of(cls, backend: str, params: Mapping[str, Any] | Sequence = ()) -> Choice:
+    def of(
+        cls, backend: str, params: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()
+    ) -> Choice:
         items = params.items() if isinstance(params, Mapping) else params
         return cls(backend, tuple(sorted((str(k), v) for k, v in items)))
 
