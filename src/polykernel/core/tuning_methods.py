@@ -118,16 +118,18 @@ class TuningMixin:
             **kwargs: the call's static keywords.
 
         Returns:
-            A :class:`~polykernel.core.dispatch.Dispatch`: ``backend``, ``params``,
-            ``reason`` (``explicit``, ``preference``, ``set_default``, ``exact``,
-            ``nearest``, ``family``, ``default``) and the tuned entry used.
+            A :class:`~polykernel.dispatch.Dispatch`: ``backend``, ``params``
+            (what the generator gets), ``reason`` (``explicit``, ``preference``,
+            ``set_default``, ``exact``, ``nearest``, ``family``, ``saved_default``,
+            ``default``), its precedence ``level``, the entry used and the stale
+            entries skipped.
 
         Example:
             >>> import jax, jax.numpy as jnp
             >>> from polykernel.catalog import scaled_add_p
             >>> x = jax.ShapeDtypeStruct((1000,), jnp.float32)
             >>> scaled_add_p.dispatch(x, x, outs=x, alpha=2.0).reason in (
-            ...     "exact", "nearest", "family", "default")
+            ...     "exact", "nearest", "family", "saved_default", "default")
             True
         """
         from ..contract.outs import normalize_outs

@@ -1,7 +1,7 @@
 """The host CPU: its model name and instruction-set family, read once per process.
 
 One reader of ``/proc/cpuinfo`` for the two places that name the CPU: the tuned
-table's key (:mod:`polykernel.core.dispatch`: a winner measured on one CPU model is
+table's key (:mod:`polykernel.dispatch.key`: a winner measured on one CPU model is
 reused as-is on that model, as a family match on the same instruction set) and the
 benchmark's machine header (:mod:`polykernel.benchmark.machine`).
 """
