@@ -133,8 +133,27 @@ def phase_tune(quick: bool, names: list[str]) -> dict:
             }
             for c in report.cases
         }
-        out[name] = {"winners": report.winners(), "ratios": ratios}
+        # Every candidate as the ranking rule sees it, in the declared order (what
+        # a study of the rule itself needs: see docs/tuning.md).
+        default = op.get_default("cpu")
+        first = {n: v[0] for n, v in op.tunables("cpu")[default]}
+        scored = {c.label: _scored(c, _label(default, first)) for c in report.cases}
+        out[name] = {"winners": report.winners(), "ratios": ratios, "scored": scored}
     return out
+
+
+def _scored(case, default: str) -> list[dict]:
+    return [
+        {
+            "label": m.candidate.label,
+            "ratio": m.ratio,
+            "error": m.ratio_error,
+            "loaded": m.loaded_ratio,
+            "default": m.candidate.label == default,
+        }
+        for m in case.measured
+        if m.status == "ok"
+    ]
 
 
 def _per_call(op, cfg, decision) -> dict:
@@ -326,6 +345,19 @@ def flip_rate(first: dict, second: dict) -> float:
     return sum(first[k] != second[k] for k in keys) / len(keys) if keys else 0.0
 
 
+def costly_flips(first: dict, second: dict, rows: list) -> float:
+    """The share of keys whose two winners differ by more than 5% in time, as the
+    measure phase timed them (a flip between equals costs nothing)."""
+    by_case = {r["case"]: r["ratios"] for r in rows}
+    keys = sorted(set(first) & set(second) & set(by_case))
+    costly = 0
+    for k in keys:
+        a, b = by_case[k].get(first[k]), by_case[k].get(second[k])
+        if a and b and max(a, b) / min(a, b) > 1.05:
+            costly += 1
+    return costly / len(keys) if keys else 0.0
+
+
 def summarize(measured: dict, tuned: dict | None = None) -> dict:
     summary = {}
     for name, result in measured.items():
@@ -353,6 +385,11 @@ def summarize(measured: dict, tuned: dict | None = None) -> dict:
             "worse_than_default": sum(not r["never_worse"] for r in rows),
             "flip_rate": (
                 flip_rate(runs["first"], runs["second"]) if "second" in runs else None
+            ),
+            "costly_flips": (
+                costly_flips(runs["first"], runs["second"], rows)
+                if "second" in runs
+                else None
             ),
         }
     return summary
@@ -394,11 +431,12 @@ def _print(measured: dict, summary: dict) -> None:
             f"{_pct(s['default_regret_loaded'])}; shapes where the pick is slower "
             f"than the default beyond the spread: {s['worse_than_default']} (target 0)"
         )
-        flips = s["flip_rate"]
+        flips, costly = s["flip_rate"], s["costly_flips"]
         print(
             "flip rate between two tuning runs: "
             + ("-" if flips is None else f"{flips:.0%}")
-            + " (target <= 10%)"
+            + " (target <= 10%); winners more than 5% apart: "
+            + ("-" if costly is None else f"{costly:.0%}")
         )
         print(
             f"per call under jit (chained): tuned {pc['tuned_us']:.2f} us, explicit "
@@ -449,7 +487,8 @@ def main() -> int:
         first_run = _run("tune", name, env, args.quick)
         second_run = _run("tune", name, second, args.quick)
         tuned[name] = {**first_run, "first": first_run["winners"],
-                       "second": second_run["winners"]}  # fmt: skip
+                       "second": second_run["winners"],
+                       "second_scored": second_run["scored"]}  # fmt: skip
         measured[name] = _run("measure", name, env, args.quick)
     summary = summarize(measured, tuned)
     _print(measured, summary)
@@ -460,6 +499,7 @@ def main() -> int:
         "tuned_winners": {n: t["winners"] for n, t in tuned.items()},
         "second_winners": {n: t["second"] for n, t in tuned.items()},
         "tuned_ratios": {n: t["ratios"] for n, t in tuned.items()},
+        "scored": {n: [t["scored"], t["second_scored"]] for n, t in tuned.items()},
         "measured": measured,
         "summary": summary,
         "held_out": list(HELD_OUT),

@@ -45,6 +45,10 @@ def _regret(r: dict[str, Any] | None) -> str:
     return f"{r['median']:+.0%} median, {r['worst']:+.0%} worst"
 
 
+def _share(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
 def _targets(name: str, s: dict[str, Any], pc: dict[str, Any]) -> list[str]:
     flips = s.get("flip_rate")
     return [
@@ -54,7 +58,9 @@ def _targets(name: str, s: dict[str, Any], pc: dict[str, Any]) -> list[str]:
         f"slower than the untuned default beyond the spread on "
         f"{s.get('worse_than_default', '–')} shapes (target 0); winners that "
         f"changed between two independent tuning runs: "
-        f"{'–' if flips is None else f'{flips:.0%}'} (target ≤ 10%); a tuned call "
+        f"{'–' if flips is None else f'{flips:.0%}'} (target ≤ 10%; "
+        f"{_share(s.get('costly_flips'))} of the shapes had winners more than 5% "
+        f"apart); a tuned call "
         f"under `jit` costs {pc['ratio']:.3f}× the same choice made explicitly "
         f"(chained calls).",
         "",

@@ -16,11 +16,17 @@ fastest, the winner is, in this order:
 1. the **default** (the backend's untuned choice), so a tuned pick replaces the
    default only where it is faster beyond the measured spread — tuning never makes
    a call slower than not tuning;
-2. else the one that **holds up under contention** (the smallest ratio measured
-   with the machine's other cores busy, within :data:`RESOLUTION`; the first in
-   the fixed order among those), when that was measured;
-3. else the **first in a fixed order** (the order candidates are declared), never
-   whichever happened to measure fastest.
+2. else the **first in a fixed order** (the order candidates are declared), never
+   whichever happened to measure fastest — among those that **hold up under
+   contention**, when that was measured: a candidate whose time with the machine's
+   other cores busy is more than :data:`COLLAPSE` times the best one's there is
+   passed over (a parallel loop that idles on a loaded machine).
+
+Contention is a filter, not a ranking: one pass on a machine loaded on purpose is
+noisier than the idle passes. Measured here (``benchmarks/bench_tuning.py``, two
+independent tuning runs of 12 shapes each for two primitives): breaking ties by
+the smallest ratio under load changed the pick between the runs on 33–42% of the
+shapes, the filter on 17–25%.
 """
 
 from __future__ import annotations
@@ -30,12 +36,25 @@ import math
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["NOTCH", "RESOLUTION", "Scored", "choose", "interval_error", "tied"]
+__all__ = [
+    "COLLAPSE",
+    "NOTCH",
+    "RESOLUTION",
+    "Scored",
+    "choose",
+    "interval_error",
+    "tied",
+]
 
-#: Differences below this (relative) are never acted on: a timing on a shared
-#: machine does not resolve them (measured here: the same kernel's paired ratio to
-#: itself moves by 1-3% between runs).
+#: Differences below this (relative) are never acted on, whatever the intervals
+#: say. A wider band trades accuracy for stability: on this project's 2-vCPU
+#: machine one candidate's ratio moves by 5-14% between processes (more than its
+#: interval within one); a 15% band gave identical picks in two tuning runs but
+#: picks within 5% of the fastest on 67% of the shapes, where 3% gave 92%.
 RESOLUTION = 0.03
+#: A tied candidate slower than this many times the best with the other cores busy
+#: collapses under contention and is passed over.
+COLLAPSE = 2.0
 #: The half-width of a median's ~95% interval is NOTCH * IQR / sqrt(n) (the notch
 #: of McGill, Tukey and Larsen's box plots).
 NOTCH = 1.57
@@ -69,15 +88,21 @@ def interval_error(spread: float | None, n: int) -> float:
     return NOTCH * spread / math.sqrt(n)
 
 
-def tied(a: Scored, b: Scored) -> bool:
+def tied(a: Scored, b: Scored, resolution: float = RESOLUTION) -> bool:
     """Whether the ratios of ``a`` and ``b`` differ by less than the measurements
     resolve."""
-    margin = max(RESOLUTION, a.error, b.error)
+    margin = max(resolution, a.error, b.error)
     low, high = sorted((a.ratio, b.ratio))
     return high <= low * (1.0 + margin)
 
 
-def choose(scored: Sequence[Scored[T]], default: T | None = None) -> Scored[T] | None:
+def choose(
+    scored: Sequence[Scored[T]],
+    default: T | None = None,
+    *,
+    resolution: float = RESOLUTION,
+    collapse: float = COLLAPSE,
+) -> Scored[T] | None:
     """The winner of ``scored`` (in their fixed order) by the module's rule; None
     when nothing was measured.
 
@@ -94,14 +119,13 @@ def choose(scored: Sequence[Scored[T]], default: T | None = None) -> Scored[T] |
     if not usable:
         return None
     fastest = min(usable, key=lambda s: s.ratio)
-    near = [s for s in usable if tied(s, fastest)]
+    near = [s for s in usable if tied(s, fastest, resolution)]
     for s in near:
         if default is not None and s.item == default:
             return s
-    loaded = [s for s in near if s.loaded_ratio is not None]
+    loaded = [s.loaded_ratio for s in near if s.loaded_ratio is not None]
     if loaded:
-        best = min(s.loaded_ratio or 0.0 for s in loaded)
-        return next(
-            s for s in loaded if (s.loaded_ratio or 0.0) <= best * (1 + RESOLUTION)
-        )
+        limit = min(loaded) * collapse
+        holding = [s for s in near if s.loaded_ratio is None or s.loaded_ratio <= limit]
+        near = holding or near
     return near[0]
