@@ -19,15 +19,19 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..settings.paths import CONFIG_ENV, ensure_private_dir
+
+T = TypeVar("T")
 
 __all__ = [
     "MAX_BYTES",
     "FileProblem",
+    "ParsedFiles",
     "locked",
     "read_regular",
     "stamp_regular",
@@ -181,3 +185,35 @@ def write_json(path: Path, data: Any) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+class ParsedFiles(Generic[T]):
+    """Files parsed once per change: while a file is unchanged, asking for it again
+    costs one ``stat`` (:func:`stamp_regular`); thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[tuple[int, ...], T]] = {}
+
+    def get(self, path: Path, parse: Callable[[str], T]) -> T | None:
+        """``parse(text)`` of ``path`` (cached until the file changes); None when
+        nothing is there.
+
+        Raises:
+            FileProblem: what :func:`read_regular` raises.
+        """
+        stamp = stamp_regular(path)
+        if stamp is None:
+            return None
+        with self._lock:
+            cached = self._cache.get(str(path))
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        found = read_regular(path)
+        if found is None:
+            return None
+        text, stamp = found
+        value = parse(text)
+        with self._lock:
+            self._cache[str(path)] = (stamp, value)
+        return value

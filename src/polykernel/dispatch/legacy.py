@@ -22,7 +22,14 @@ from pathlib import Path
 
 from ..errors import PolykernelDeprecationWarning, TuningWarning
 from ..settings.paths import config_dir
-from .files import FileProblem, locked, read_regular, stamp_regular, write_json
+from .files import (
+    FileProblem,
+    ParsedFiles,
+    locked,
+    read_regular,
+    stamp_regular,
+    write_json,
+)
 from .records import ANY, Choice, Entry, Key, Scope
 
 __all__ = ["clear_legacy", "legacy_entries", "legacy_path"]
@@ -30,7 +37,7 @@ __all__ = ["clear_legacy", "legacy_entries", "legacy_path"]
 FILE_NAME = "defaults.json"
 
 _lock = threading.Lock()
-_cache: dict[str, tuple[tuple[int, ...], dict[str, list[Entry]]]] = {}
+_files: ParsedFiles[dict[str, list[Entry]]] = ParsedFiles()
 _warned: set[str] = set()
 
 
@@ -70,20 +77,15 @@ def legacy_entries() -> dict[str, list[Entry]]:
     file is absent; a damaged one is one TuningWarning and {})."""
     path = legacy_path()
     try:
-        stamp = stamp_regular(path)  # one stat per lowering while it is unchanged
-        with _lock:
-            cached = _cache.get(str(path))
-        if stamp is not None and cached is not None and cached[0] == stamp:
-            return cached[1]
-        found = read_regular(path)
+        return _files.get(path, lambda text: _entries(path, text)) or {}
     except FileProblem as err:
         _warn_once(f"{path}:{err}", f"polykernel saved defaults {path}: {err}; they "
                    f"are ignored. Move it away or delete it.",
                    TuningWarning)  # fmt: skip
         return {}
-    if found is None:
-        return {}
-    text, stamp = found
+
+
+def _entries(path: Path, text: str) -> dict[str, list[Entry]]:
     try:
         pairs = _pairs(json.loads(text))
     except (ValueError, RecursionError) as err:
@@ -106,8 +108,6 @@ def legacy_entries() -> dict[str, list[Entry]]:
             f"clear` removes the old file.",
             PolykernelDeprecationWarning,
         )
-    with _lock:
-        _cache[str(path)] = (stamp, entries)
     return entries
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from ..errors import KernelTypeError, TuningWarning
 from ..settings.paths import config_dir
 from . import legacy
-from .files import FileProblem, link_note, read_regular, stamp_regular
+from .files import FileProblem, ParsedFiles, link_note
 from .records import Entry
 
 __all__ = [
@@ -81,7 +81,7 @@ class Parsed:
 
 _EMPTY = Parsed({})
 _lock = threading.RLock()
-_cache: dict[str, tuple[tuple[int, ...], Parsed]] = {}
+_files: ParsedFiles[Parsed] = ParsedFiles()
 _warned: set[tuple[str, str]] = set()
 _shipped: list[tuple[str | None, Path]] = []
 _entry_points_read = False
@@ -147,28 +147,20 @@ def _problem(path: Path, why: str) -> Parsed:
 
 
 def read_table(path: Path) -> Parsed:
-    """The entries of one table file (cached until the file changes); empty when
-    the file is absent or cannot be read as a table."""
+    """The entries of one table file (cached until the file changes: one ``stat``
+    per lowering); empty when the file is absent or cannot be read as a table."""
+
+    def parse_text(text: str) -> Parsed:
+        note = link_note(path)
+        if note is not None and path == tuned_path():  # what a save writes through
+            _warn(path, f"it is {note}", "it is read through the link, and a save "
+                  "replaces the file the link names (the link is kept)")  # fmt: skip
+        return parse(path, text)
+
     try:
-        stamp = stamp_regular(path)  # one stat per lowering while it is unchanged
-        with _lock:
-            cached = _cache.get(str(path))
-        if stamp is not None and cached is not None and cached[0] == stamp:
-            return cached[1]
-        found = read_regular(path)
+        return _files.get(path, parse_text) or _EMPTY
     except FileProblem as err:
         return _problem(path, str(err))
-    if found is None:
-        return _EMPTY
-    text, stamp = found
-    note = link_note(path)
-    if note is not None and path == tuned_path():  # what a save would write through
-        _warn(path, f"it is {note}", "it is read through the link, and a save "
-              "replaces the file the link names (the link is kept)")  # fmt: skip
-    parsed = parse(path, text)
-    with _lock:
-        _cache[str(path)] = (stamp, parsed)
-    return parsed
 
 
 def register_shipped(path: str | os.PathLike, primitive: str | None = None) -> None:

@@ -145,40 +145,49 @@ def check_options(
     )
 
 
+def _names(
+    owner: str, what: str, value: Any, names: Any, allowed: Sequence[str]
+) -> list[str]:
+    """``names`` (``value`` as given) as a list of ``allowed`` names, each once."""
+    where = _where(owner)
+    if not isinstance(names, list | tuple) or not all(
+        isinstance(n, str) for n in names
+    ):
+        raise TuningTypeError(
+            f"{where}: {what} must be a list of names from {list(allowed)}, or None, "
+            f"got {type(value).__name__}: {value!r:.60}."
+        )
+    if not names:
+        raise TuningValueError(
+            f"{where}: {what} is an empty {type(names).__name__}; name at least one "
+            f"of {list(allowed)}, or pass None for all."
+        )
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        raise TuningValueError(
+            f"{where}: {what} {unknown} not among {list(allowed)}; name some of "
+            f"those, or pass None for all."
+        )
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise TuningValueError(
+            f"{where}: {what} names {twice} more than once; name each once."
+        )
+    return list(names)
+
+
 def check_platforms(owner: str, platform: Any) -> list[str] | None:
-    """``platform`` as a list of platform names (None: every one present).
+    """``platform`` as a list of platform names (None: every one present; a
+    string: that one).
 
     Raises:
         TuningTypeError: not a string, a list or tuple of strings, or None.
-        TuningValueError: an unknown platform, or one named twice.
+        TuningValueError: an empty list, an unknown platform, or one named twice.
     """
     if platform is None:
         return None
     names = [platform] if isinstance(platform, str) else platform
-    if not isinstance(names, list | tuple) or not all(
-        isinstance(p, str) for p in names
-    ):
-        raise TuningTypeError(
-            f"{_where(owner)}: platform must be one of {list(PLATFORMS)}, a list of "
-            f"them, or None, got {type(platform).__name__}: {platform!r:.60}."
-        )
-    if not names:
-        raise TuningValueError(
-            f"{_where(owner)}: platform is an empty {type(names).__name__}; name at "
-            f"least one of {list(PLATFORMS)}, or pass None for every platform here."
-        )
-    unknown = [p for p in names if p not in PLATFORMS]
-    if unknown:
-        raise TuningValueError(
-            f"{_where(owner)}: platform {unknown[0]!r} is not one of {list(PLATFORMS)}."
-        )
-    twice = sorted({p for p in names if names.count(p) > 1})
-    if twice:
-        raise TuningValueError(
-            f"{_where(owner)}: platform names {twice} more than once; name each "
-            f"platform once."
-        )
-    return list(names)
+    return _names(owner, "platform", platform, names, PLATFORMS)
 
 
 def check_backends(
@@ -198,31 +207,7 @@ def check_backends(
             f"{_where(owner)}: backends must be a list of backend names, e.g. "
             f"backends=[{backends!r}], got the string {backends!r}."
         )
-    if not isinstance(backends, list | tuple) or not all(
-        isinstance(b, str) for b in backends
-    ):
-        raise TuningTypeError(
-            f"{_where(owner)}: backends must be a list of backend names (or None), "
-            f"got {type(backends).__name__}: {backends!r:.60}."
-        )
-    if not backends:
-        raise TuningValueError(
-            f"{_where(owner)}: backends is an empty {type(backends).__name__}; name "
-            f"at least one of {list(registered)}, or pass None for all."
-        )
-    unknown = [b for b in backends if b not in registered]
-    if unknown:
-        raise TuningValueError(
-            f"{_where(owner)}: backend(s) {unknown} are not registered (registered: "
-            f"{list(registered)}); name some of those, or None for all."
-        )
-    twice = sorted({b for b in backends if backends.count(b) > 1})
-    if twice:
-        raise TuningValueError(
-            f"{_where(owner)}: backends names {twice} more than once; name each "
-            f"backend once."
-        )
-    return list(backends)
+    return _names(owner, "backends", backends, backends, registered)
 
 
 def check_configs(owner: str, configs: Any, what: str = "configs") -> list[Any]:
