@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..dispatch.identity import kernel_identity
@@ -111,15 +111,18 @@ class KernelTable:
         """The entry of ``backend`` on ``platform`` (it must be registered)."""
         return self._entries[platform][backend]
 
-    def identity(self, platform: str, backend: str, modules: tuple[str, ...]) -> str:
+    def identity(
+        self, platform: str, backend: str, modules: Callable[[], Sequence[str]]
+    ) -> str:
         """The identity of a registered kernel (:mod:`polykernel.dispatch.identity`),
-        computed on first use and kept until the backend is registered again."""
+        computed on first use — with its backend's package names from
+        ``modules()`` — and kept until the backend is registered again."""
         key = (platform, backend)
         with self._lock:
             found = self._identities.get(key)
         if found is None:
             entry = self.entry(platform, backend)
-            found = kernel_identity(entry.kernel_generator, entry.tune, modules)
+            found = kernel_identity(entry.kernel_generator, entry.tune, modules())
             with self._lock:
                 self._identities[key] = found
         return found

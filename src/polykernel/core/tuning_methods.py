@@ -75,8 +75,10 @@ class TuningMixin:
         """This primitive's kernels on ``platform`` as dispatch sees them."""
 
         def identity(backend: str) -> str:
-            found = backends.lookup(backend)
-            modules = tuple(found.modules) if found is not None else ()
+            def modules() -> tuple[str, ...]:  # asked only when not computed yet
+                found = backends.lookup(backend)
+                return tuple(found.modules) if found is not None else ()
+
             return self._table.identity(platform, backend, modules)
 
         return self._table.registered(platform, identity)

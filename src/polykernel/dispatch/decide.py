@@ -142,9 +142,12 @@ def decide(
     if not registered.kernels:
         raise _no_kernel(registered)
     key = call.key
-    candidates = relevant(key, entries)
-    stale = tuple((e, why) for e in candidates if (why := stale_reason(e, registered)))
-    tuned = tuned_entry(key, candidates, registered)
+    # Each entry that could answer is checked once: the stale ones are reported,
+    # the fresh ones looked up.
+    checked = [(e, stale_reason(e, registered)) for e in relevant(key, entries)]
+    stale = tuple((e, why) for e, why in checked if why is not None)
+    fresh = [e for e, why in checked if why is None]
+    tuned = tuned_entry(key, fresh, registered)
     ignored = None
 
     # 1. the call's backend=; 2. set_backend; 3. set_default: the backend only.
@@ -193,7 +196,7 @@ def decide(
         )
 
     # 5. a saved default; 6. the registered default.
-    saved = saved_default(key, candidates, registered)
+    saved = saved_default(key, fresh)
     if saved is not None:
         winner = saved.winner if registered.valid(saved.winner) else None
         return _decision(

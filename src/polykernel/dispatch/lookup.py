@@ -3,8 +3,10 @@
 An entry is *fresh* when every kernel it measured is registered now with the same
 identity (:mod:`.identity`) and its winner is a choice the primitive can make
 (a registered backend, launch-parameter values among its candidates); otherwise it
-is *stale*: reported (by ``explain_dispatch``, ``polykernel tune --show`` and
-``--report``), never used. Among fresh tuned entries of the call's platform and
+is *stale* (:func:`stale_reason` says why): reported (by ``explain_dispatch``,
+``polykernel tune --show`` and ``--report``), never used. The decision checks each
+entry once and hands only fresh ones to :func:`tuned_entry` and
+:func:`saved_default`. Among fresh tuned entries of the call's platform and
 signature: the same device kind and the exact bucket, else the nearest bucket on
 that device kind, else the same family (exact, then nearest). A bucket equally far
 from several tuned ones gets the candidate every one of them measured correct whose
@@ -24,7 +26,6 @@ from .records import ANY, Choice, Entry, Key, Scope
 
 __all__ = [
     "Registered",
-    "fresh",
     "relevant",
     "saved_default",
     "stale_reason",
@@ -102,10 +103,6 @@ def stale_reason(entry: Entry, registered: Registered) -> str | None:
     return None
 
 
-def fresh(entry: Entry, registered: Registered) -> bool:
-    return stale_reason(entry, registered) is None
-
-
 def _distance(a: Sequence[int], b: Sequence[int]) -> int:
     return sum(abs(x - y) for x, y in zip(a, b, strict=True))
 
@@ -150,14 +147,14 @@ def _between(tied: list[Entry], registered: Registered) -> Entry:
 def tuned_entry(
     key: Key, entries: Sequence[Entry], registered: Registered
 ) -> tuple[Entry, Reason] | None:
-    """The fresh tuned entry answering ``key`` and how it matched."""
+    """The tuned entry of ``entries`` (fresh ones: the caller set the stale ones
+    aside) answering ``key``, and how it matched."""
     same = [
         e
         for e in entries
         if e.scope == Scope.TUNED
         and e.key.platform == key.platform
         and e.key.signature == key.signature
-        and fresh(e, registered)
     ]
     found = _nearest([e for e in same if e.key.device == key.device], key, registered)
     if found is not None:
@@ -168,17 +165,11 @@ def tuned_entry(
     return None
 
 
-def saved_default(
-    key: Key, entries: Sequence[Entry], registered: Registered
-) -> Entry | None:
-    """The fresh saved default for ``key``'s platform: this device kind's, else
-    one saved for any device."""
+def saved_default(key: Key, entries: Sequence[Entry]) -> Entry | None:
+    """The saved default of ``entries`` (fresh ones) for ``key``'s platform: this
+    device kind's, else one saved for any device."""
     saved = [
-        e
-        for e in entries
-        if e.scope == Scope.SAVED
-        and e.key.platform == key.platform
-        and stale_reason(e, registered) is None
+        e for e in entries if e.scope == Scope.SAVED and e.key.platform == key.platform
     ]
     for device in (key.device, ANY):
         for e in saved:

@@ -31,6 +31,7 @@ import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..errors import KernelTypeError, TuningWarning
 from ..settings.paths import config_dir
@@ -103,25 +104,48 @@ def _warn(path: Path, why: str, then: str = _IGNORED) -> None:
     )
 
 
-def parse(path: Path, text: str) -> Parsed:
-    """The entries of one table's text (problems warned about, once per file)."""
+class NotATable(Exception):
+    """Why a text is not a table this version reads (``why``, in words), and the
+    version it declares when that is a newer one (``newer``)."""
+
+    def __init__(self, why: str, newer: int | None = None) -> None:
+        super().__init__(why)
+        self.why, self.newer = why, newer
+
+
+def document(text: str) -> dict[str, Any]:
+    """The raw document of a table's text — its ``entries`` an object — when it is
+    one this version reads (this format, version 1 to :data:`VERSION`).
+
+    Raises:
+        NotATable: anything else (the reader warns with it, the writer refuses).
+    """
     try:
         raw = json.loads(text)
     except RecursionError:
-        return _problem(path, "it is nested too deeply to be a table")
+        raise NotATable("it is nested too deeply to be a table") from None
     except ValueError as err:
-        return _problem(path, f"it is not valid JSON ({err})")
+        raise NotATable(f"it is not valid JSON ({err})") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        return _problem(path, f"it is not a polykernel tuned table (format {FORMAT!r})")
+        raise NotATable(f"it is not a polykernel tuned table (format {FORMAT!r})")
     version = raw.get("version")
     if type(version) is not int or not 1 <= version <= VERSION:
-        return _problem(
-            path,
+        newer = version if type(version) is int and version > VERSION else None
+        raise NotATable(
             f"it is table version {version!r}; this polykernel reads 1 to {VERSION}",
+            newer,
         )
-    primitives = raw.get("entries")
-    if not isinstance(primitives, dict):
-        return _problem(path, "its 'entries' is not an object")
+    if not isinstance(raw.get("entries"), dict):
+        raise NotATable("its 'entries' is not an object")
+    return raw
+
+
+def parse(path: Path, text: str) -> Parsed:
+    """The entries of one table's text (problems warned about, once per file)."""
+    try:
+        primitives = document(text)["entries"]
+    except NotATable as err:
+        return _problem(path, err.why)
     found: dict[str, list[Entry]] = {}
     bad: list[str] = []
     for name, items in primitives.items():

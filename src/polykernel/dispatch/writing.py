@@ -23,7 +23,7 @@ from ..errors import CacheError, TuningError
 from ..settings.paths import CONFIG_ENV, ensure_private_dir
 from .files import FileProblem, locked, read_regular, write_json, write_target
 from .records import Entry, Scope
-from .table import FORMAT, VERSION, read_table, tuned_path
+from .table import FORMAT, VERSION, NotATable, document, read_table, tuned_path
 
 __all__ = ["check_writable", "clear_entries", "export_entries", "record_entries"]
 
@@ -49,30 +49,16 @@ def _owned_document(path: Path) -> dict[str, Any]:
     if found is None:
         return {"format": FORMAT, "version": VERSION, "entries": {}}
     try:
-        raw = json.loads(found[0])
-    except RecursionError:
-        raise _refuse(path, "it is nested too deeply to be a table", move) from None
-    except ValueError as err:
-        raise _refuse(path, f"it is not valid JSON ({str(err)[:80]})", move) from None
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        raise _refuse(
-            path, f"it is not a polykernel tuned table (format {FORMAT!r})", move
-        )
-    version = raw.get("version")
-    if type(version) is not int or version < 1:
-        raise _refuse(
-            path, f"its version {version!r} is not one this polykernel knows", move
-        )
-    if version > VERSION:
+        entries = document(found[0])["entries"]
+    except NotATable as err:
+        if err.newer is None:
+            raise _refuse(path, err.why, move) from None
         raise _refuse(
             path,
-            f"it was written by a newer polykernel (table version {version}; this one "
-            f"writes {VERSION})",
+            f"it was written by a newer polykernel (table version {err.newer}; this "
+            f"one writes {VERSION})",
             "Upgrade polykernel, or " + move[0].lower() + move[1:],
-        )
-    entries = raw.get("entries")
-    if not isinstance(entries, dict):
-        raise _refuse(path, "its 'entries' is not an object", move)
+        ) from None
     return {"format": FORMAT, "version": VERSION, "entries": dict(entries)}
 
 
