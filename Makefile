@@ -39,6 +39,14 @@ RUN_ENV := JAX_PLATFORMS=cpu NUMBA_THREADING_LAYER=omp TRITON_DEFAULT_FP_FUSION=
 	POLYKERNEL_CACHE_DIR=$(RUN_DIR)/polykernel NUMBA_CACHE_DIR=$(RUN_DIR)/numba \
 	WARP_CACHE_PATH=$(RUN_DIR)/warp TRITON_CACHE_DIR=$(RUN_DIR)/triton \
 	POLYKERNEL_CONFIG_DIR=$(RUN_DIR)/config MPLBACKEND=Agg MPLCONFIGDIR=$(RUN_DIR)/matplotlib
+# No target writes under ~ either: the caches of the tools the recipes run (pip,
+# matplotlib for the docs' plots, pyright and the npm it runs, the CUDA driver's JIT
+# cache on GPU machines) live there too. A value set in your environment wins.
+export PIP_CACHE_DIR ?= $(RUN_DIR)/pip
+export MPLCONFIGDIR ?= $(RUN_DIR)/matplotlib
+export PYRIGHT_PYTHON_CACHE_DIR ?= $(RUN_DIR)/pyright
+export npm_config_cache ?= $(RUN_DIR)/npm
+export CUDA_CACHE_PATH ?= $(RUN_DIR)/nv
 
 .PHONY: demo demo-gpu test test-fast test-gpu lint typecheck docs clean venv
 

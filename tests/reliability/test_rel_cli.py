@@ -8,9 +8,6 @@ a ``--backends`` name no selected primitive has, an unwritable ``--output``).
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
 from reliability_support import F3, assert_usable
@@ -19,13 +16,15 @@ import polykernel as pk
 from polykernel import cli
 from polykernel.benchmark import BenchmarkConfig
 
-_DIR = Path(tempfile.mkdtemp(prefix="polykernel-reliability-cli-"))
-EXITS = _DIR / "exits.py"
-EXITS.write_text("import sys\nsys.exit(3)\n")
-EXITS_MSG = _DIR / "exits_msg.py"
-EXITS_MSG.write_text("raise SystemExit('bye')\n")
-A_FILE = _DIR / "plain.txt"
-A_FILE.write_text("x")
+# The rows name files of the running test's tmp_path by these placeholders (the
+# table is built at import; the test writes the files and fills the names in).
+TMP = "{tmp}"
+EXITS, EXITS_MSG, A_FILE = f"{TMP}/exits.py", f"{TMP}/exits_msg.py", f"{TMP}/plain.txt"
+_FILES = {
+    "exits.py": "import sys\nsys.exit(3)\n",
+    "exits_msg.py": "raise SystemExit('bye')\n",
+    "plain.txt": "x",
+}
 
 BENCH = pk.XLACustomKernel("reliability.cli.bench")
 BENCH.def_jax_raw_kernel(lambda outs, **kw: lambda x: x + 1, platform="cpu")
@@ -57,7 +56,7 @@ CLI = [
     row("output-unwritable", ["benchmark", NAME, *FAST, "-o", f"{A_FILE}/r.json"],
         r"--output .*plain.txt/r.json: cannot create it because '.*plain.txt' is not "
         r"a directory"),
-    row("output-is-directory", ["benchmark", NAME, *FAST, "-o", str(_DIR) + "/"],
+    row("output-is-directory", ["benchmark", NAME, *FAST, "-o", TMP + "/"],
         r"must end in .json|is a directory"),
     row("plot-unwritable", ["benchmark", NAME, *FAST, "--plot", f"{A_FILE}/p.png"],
         r"--plot .*plain.txt/p.png: cannot create it"),
@@ -68,11 +67,11 @@ CLI = [
         r"--backends x: not registered by any selected primitive"),
     row("check-checks-unknown", ["check", "--checks", "vibes"],
         r"unknown check\(s\) vibes"),
-    row("module-calls-sys-exit", ["list", "--no-catalog", "-m", str(EXITS)],
+    row("module-calls-sys-exit", ["list", "--no-catalog", "-m", EXITS],
         r"module '.*exits.py' called sys.exit\(3\) while being imported"),
-    row("module-raises-systemexit", ["list", "--no-catalog", "-m", str(EXITS_MSG)],
+    row("module-raises-systemexit", ["list", "--no-catalog", "-m", EXITS_MSG],
         r"called sys.exit\('bye'\) while being imported"),
-    row("benchmark-module-exits", ["benchmark", *FAST, "-m", str(EXITS)],
+    row("benchmark-module-exits", ["benchmark", *FAST, "-m", EXITS],
         r"called sys.exit\(3\)"),
     row("cache-no-action", ["cache"], r"required: ACTION|invalid choice|required"),
     row("cache-prune-nothing", ["cache", "prune"], r"--max-bytes|--max-age"),
@@ -84,8 +83,10 @@ CLI = [
 
 
 @pytest.mark.parametrize(("argv", "message"), CLI)
-def test_bad_command_lines_exit_2_with_a_message(argv, message, capsys):
-    code = cli.main(argv)
+def test_bad_command_lines_exit_2_with_a_message(argv, message, capsys, tmp_path):
+    for name, text in _FILES.items():
+        (tmp_path / name).write_text(text)
+    code = cli.main([arg.replace(TMP, str(tmp_path)) for arg in argv])
     err = capsys.readouterr().err
     assert code == 2, err
     assert err.strip(), "a usage error must say what is wrong"

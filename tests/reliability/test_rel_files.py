@@ -16,7 +16,6 @@ import os
 import pickle
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -38,18 +37,28 @@ from polykernel.cache import admin as cache_admin
 from polykernel.dispatch import Scope, legacy, table, writing
 from polykernel.errors import PolykernelWarning
 
-_DIR = Path(tempfile.mkdtemp(prefix="polykernel-reliability-"))
+_TMP: list[Path] = []  # the running test's tmp_path: the rows are built at import
 _GOOD = {"platform": "cpu", "backend": "numba", "label": "n=1", "mean_ms": 1.0}
 _HEADER = "platform,backend,label,mean_ms,success,kernel_kwargs,n\n"
 
 
+@pytest.fixture(autouse=True)
+def _tmp(tmp_path: Path):
+    _TMP.append(tmp_path)
+    yield
+    _TMP.pop()
+
+
 def _load(name: str, content: str | bytes, **kw):
-    path = _DIR / name
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content)
-    return lambda: BenchmarkResult.load(path, **kw)
+    def call():
+        path = _TMP[-1] / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+        return BenchmarkResult.load(path, **kw)
+
+    return call
 
 
 def _json(records, **extra) -> str:
@@ -130,9 +139,9 @@ RESULT_FILES = [
         ValueError, r"dict.pkl' holds a dict, not a BenchmarkResult"),
     bad("load-format-unknown", _load("fmt.json", _json([]), format="xml"),
         ValueError, r"unsupported format 'xml' for .*fmt.json'"),
-    bad("load-missing-file", lambda: BenchmarkResult.load(_DIR / "nope.json"),
+    bad("load-missing-file", lambda: BenchmarkResult.load(_TMP[-1] / "nope.json"),
         FileNotFoundError, r"nope.json' does not exist"),
-    bad("load-directory", lambda: BenchmarkResult.load(_DIR),
+    bad("load-directory", lambda: BenchmarkResult.load(_TMP[-1]),
         FileNotFoundError, r"is not a file"),
     bad("load-path-int", lambda: BenchmarkResult.load(3),
         TypeError, r"BenchmarkResult.load: path must be a str or os.PathLike \(got "
@@ -185,7 +194,8 @@ HARNESS = [
         TypeError, r"combine: results\[1\] is a int, not a BenchmarkResult"),
     bad("result-records-not-records", lambda: BenchmarkResult([1, 2]),
         TypeError, r"BenchmarkResult"),
-    bad("save-format-unknown", lambda: _result().save(_DIR / "r.json", format="xml"),
+    bad("save-format-unknown",
+        lambda: _result().save(_TMP[-1] / "r.json", format="xml"),
         ValueError, r"BenchmarkResult.save: unsupported format 'xml'"),
     bad("save-path-int", lambda: _result().save(3),
         TypeError, r"BenchmarkResult.save: path must be a str or os.PathLike"),
@@ -211,10 +221,10 @@ HARNESS = [
 
 
 @pytest.mark.parametrize("case", RESULT_FILES)
-def test_damaged_result_files(case):
+def test_damaged_result_files(case, tmp_path):
     run_case(case)
     # a good file still loads after a bad one
-    good = _DIR / "good.json"
+    good = tmp_path / "good.json"
     _result().save(good)
     assert [r.backend for r in BenchmarkResult.load(good)] == ["numba"]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import tempfile
 from pathlib import Path
 
 import jax
@@ -22,19 +21,28 @@ from reliability_support import bad, run_case
 import polykernel as pk
 from polykernel import errors as E
 
-_DIR = Path(tempfile.mkdtemp(prefix="polykernel-reliability-scale-"))
+_TMP: list[Path] = []  # the running test's tmp_path: the rows are built at import
+
+
+@pytest.fixture(autouse=True)
+def _tmp(tmp_path: Path):
+    _TMP.append(tmp_path)
+    yield
+    _TMP.pop()
+
+
 OP = pk.XLACustomKernel("reliability.scale")
 OK = "void copy(const pk::Tensor& x, pk::Tensor& y) {}"
 
 
 def _binary() -> Path:
-    path = _DIR / "kernel.cpp"
+    path = _TMP[-1] / "kernel.cpp"
     path.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
     return path
 
 
 def _a_file() -> str:
-    path = _DIR / "not_a_directory"
+    path = _TMP[-1] / "not_a_directory"
     path.write_text("x")
     return str(path)
 
@@ -81,7 +89,7 @@ SCALE = [
         r"UTF-8 text \(byte 0x80 at offset 136\); pass a C\+\+/CUDA source file, "
         r"not a binary"),
     bad("load_cuda_dir-binary",
-        lambda: (_binary(), pk.load_cuda_dir(_DIR, file_patterns=["*.cpp"]))[1],
+        lambda: (_binary(), pk.load_cuda_dir(_TMP[-1], file_patterns=["*.cpp"]))[1],
         E.KernelRegistrationError, r"load_cuda_dir: filepath '.*kernel.cpp' is not "
         r"UTF-8 text"),
     bad("build_directory-a-file",

@@ -49,14 +49,18 @@ BACKEND = CtypesBackend(
 
 
 def compile_c(source: str, function: str) -> Any:
-    """Compile ``source`` into a shared library; return ``function`` from it."""
-    directory = tempfile.mkdtemp(prefix="pk_ctypes_")
-    src, lib = os.path.join(directory, "k.c"), os.path.join(directory, "k.so")
-    with open(src, "w") as fh:
-        fh.write(source)
-    cc = shutil.which(os.environ.get("CC", "cc")) or "gcc"
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", src, "-o", lib], check=True)
-    return getattr(ctypes.CDLL(lib), function)
+    """Compile ``source`` into a shared library; return ``function`` from it.
+
+    The folder is removed once the library is loaded (a loaded library stays
+    mapped after its file is gone), so no run leaves it in the temp dir.
+    """
+    with tempfile.TemporaryDirectory(prefix="pk_ctypes_") as directory:
+        src, lib = os.path.join(directory, "k.c"), os.path.join(directory, "k.so")
+        with open(src, "w") as fh:
+            fh.write(source)
+        cc = shutil.which(os.environ.get("CC", "cc")) or "gcc"
+        subprocess.run([cc, "-O2", "-shared", "-fPIC", src, "-o", lib], check=True)
+        return getattr(ctypes.CDLL(lib), function)
 
 
 class CtypesKernel(pk.BackendKernel):

@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import CacheError, CacheWarning
+from ..errors import CacheError, CacheWarning, PolykernelDeprecationWarning
 from ..settings import paths as config
 
 __all__ = [
@@ -59,6 +59,9 @@ KEY_CHARS = 40  # entries are named by the first 40 hex digits of their key
 #: Read-only cache roots (``os.pathsep``-separated), looked up before the writable one.
 READONLY_ENV = "POLYKERNEL_CACHE_READONLY"
 log = logging.getLogger(__name__)
+#: The logger's name before the modules moved into ``cache/`` (deprecated; removed
+#: in polykernel 0.2): logging configured under it still gets the records.
+LEGACY_LOGGER = "polykernel.cache_store"
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -84,7 +87,7 @@ def cache_problem(cause: str, detail: str, outcome: str = WITHOUT_CACHE) -> None
     with _warned_lock:
         first = cause not in _warned
         _warned.add(cause)
-    log.info("polykernel cache: %s: %s", cause, detail)
+    _logger().info("polykernel cache: %s: %s", cause, detail)
     if first:
         warnings.warn(
             f"polykernel cache: {cause}: {detail}. {outcome}; later failures of "
@@ -93,6 +96,38 @@ def cache_problem(cause: str, detail: str, outcome: str = WITHOUT_CACHE) -> None
             CacheWarning,
             stacklevel=3,
         )
+
+
+def _logger() -> logging.Logger:
+    """:data:`log`, or the logger :data:`LEGACY_LOGGER` once it is configured.
+
+    The old name is no ancestor of ``polykernel.cache.store``, so its level and
+    handlers would never see our records. Logging to it only (not to both) keeps
+    its setting in force and gives handlers of common ancestors (``polykernel``,
+    the root) each record once; a record then no longer reaches handlers of
+    ``polykernel.cache.store`` or ``polykernel.cache``. The first such record gives
+    one :class:`~polykernel.errors.PolykernelDeprecationWarning`.
+    """
+    legacy = logging.Logger.manager.loggerDict.get(LEGACY_LOGGER)
+    if not isinstance(legacy, logging.Logger) or not (
+        legacy.handlers or legacy.level or legacy.disabled or not legacy.propagate
+    ):
+        return log  # the usual case: nobody configured the old name
+    with _warned_lock:
+        first = LEGACY_LOGGER not in _warned
+        _warned.add(LEGACY_LOGGER)
+    if first:
+        # Logging must not break a cache operation, even under `-W error`.
+        with contextlib.suppress(PolykernelDeprecationWarning):
+            warnings.warn(
+                f"logging is configured under the logger {LEGACY_LOGGER!r}, whose "
+                f"records now come from {__name__!r}: configure {__name__!r} (or "
+                f"'polykernel') instead; the old name will stop receiving them in "
+                "polykernel 0.2.",
+                PolykernelDeprecationWarning,
+                stacklevel=3,
+            )
+    return legacy
 
 
 def describe(err: BaseException) -> str:
@@ -164,7 +199,7 @@ def compute_key(
         >>> len(compute_key({"source": "int x;", "flags": "-O3"}))
         64
     """
-    log = log or logging.getLogger(__name__)
+    log = log or _logger()
     total = hashlib.sha256(SCHEMA.encode())
     for name in sorted(parts):
         value = parts[name]

@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import KernelRegistrationError, KernelTypeError
 from ..platforms import PLATFORMS, Platform
 
-__all__ = ["check_fields"]
+__all__ = ["check_fields", "check_platforms"]
 
 _ALLOWED = ", ".join(repr(p) for p in PLATFORMS)
 
@@ -41,7 +41,7 @@ def check_fields(backend: Any) -> None:
     """
     _check_name(backend.name)
     where = f"polykernel.Backend '{backend.name}'"
-    backend.platforms = _platforms(where, backend.platforms)
+    backend.platforms = check_platforms(where, backend.platforms)
     backend.modules = _modules(where, backend.modules)
     _check_text(where, "summary", backend.summary, optional=False)
     _check_text(where, "extra", backend.extra, optional=True)
@@ -83,7 +83,16 @@ def _sequence(where: str, field: str, value: Any, example: str, hint: str) -> li
     return list(value)
 
 
-def _platforms(where: str, value: Any) -> tuple[Platform, ...]:
+def check_platforms(
+    where: str, value: Any, owner: str = "a backend"
+) -> tuple[Platform, ...]:
+    """``value`` (a ``platforms`` field of ``owner``, named in messages) as a tuple
+    of :class:`~polykernel.platforms.Platform`, duplicates dropped.
+
+    Raises:
+        KernelTypeError: not a sequence (a bare string included).
+        KernelRegistrationError: an unknown platform, or none.
+    """
     known = isinstance(value, str) and value in PLATFORMS
     example = f"({value!r},)" if known else "('cpu',)"
     hint = f"platform names from {_ALLOWED}"
@@ -97,7 +106,7 @@ def _platforms(where: str, value: Any) -> tuple[Platform, ...]:
         )
     if not names:
         raise KernelRegistrationError(
-            f"{where}: platforms is empty; a backend has a path on at least one of "
+            f"{where}: platforms is empty; {owner} has a path on at least one of "
             f"{_ALLOWED}."
         )
     return tuple(dict.fromkeys(Platform(p) for p in names))

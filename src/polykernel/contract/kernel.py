@@ -5,13 +5,18 @@
 and any out-of-tree backend's wrapper return a subclass of :class:`BackendKernel`.
 The base class does what every backend must do the same way:
 
-1. when the wrapper is made: ``outs`` (:func:`~.outs.normalize_outs`), each output's
+1. when the wrapper is made: the declared ``platforms``
+   (:func:`~.backend_fields.check_platforms`) and ``parameters``
+   (:func:`~.parameters.checked`), each refused naming the kernel's class and the
+   allowed values; ``outs`` (:func:`~.outs.normalize_outs`), each output's
    dtype against the backend's declared ``out_dtypes`` (one
    ``UnsupportedDtypeError``), ``input_output_aliases`` and ``vmap_method``
    (:mod:`.options`, one default);
 2. when it is called: ``outs`` of a kernel that takes them per call, inputs become
    arrays, keywords are bound to the declared :class:`~.parameters.Parameters`
-   (unknown or missing: one ``KernelCallError``), every value goes through the one
+   (unknown or missing: one ``KernelCallError``; for an out-of-tree backend's
+   kernel it names the backend, which must declare the parameters its kernels
+   take), every value goes through the one
    refusing converter (:func:`~.scalars.convert_scalars`: a declared dtype, the one
    the backend's rule infers in :meth:`BackendKernel.infer_dtype`, or a static
    value), aliases are checked against the inputs, and a launch that runs nothing
@@ -51,11 +56,12 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from ..platforms import Platform
+from .backend_fields import check_platforms
 from .hooks import checked_emitted, translated_error
 from .memo import BuildMemo
 from .options import check_alias_inputs, check_aliases, resolve_vmap_method
 from .outs import PER_CALL, OutSpec, as_array, normalize_outs
-from .parameters import INFERRED, STATIC, Parameter, Parameters, bind_keywords
+from .parameters import INFERRED, STATIC, Parameter, Parameters, bind_keywords, checked
 from .platform_context import current_platform, gpu_visible, lowering_platform
 from .scalars import Scalars, check_names, convert_scalars, inferred_dtype
 
@@ -109,10 +115,12 @@ class BackendKernel:
     ) -> None:
         self.name = name
         self.where = f"{kind} '{name}'"
-        self.platforms = tuple(Platform(p) for p in platforms)
-        if parameters is None or isinstance(parameters, Mapping):
-            parameters = Parameters.declared(parameters or {})
-        self.parameters = parameters
+        # What the backend declared is refused here, naming its class, not at the
+        # first call (or, for a platform, at the first lowering).
+        declared_by = f"{self.where} ({_class_name(self)}, backend {self.backend!r})"
+        self.platforms = check_platforms(declared_by, platforms, "a kernel")
+        self.parameters = checked(declared_by, parameters)
+        self._plugin = _plugin(self)
         self.out_dtypes = None if out_dtypes is None else tuple(out_dtypes)
         self.outs = (
             None
@@ -201,7 +209,9 @@ class BackendKernel:
         """A call's keywords bound to the declared parameters (unknown or missing
         ones refused), then every value through the one refusing converter."""
         check_names(self.where, scalars)
-        bound = bind_keywords(self.where, self.parameters, scalars, n_inputs, n_outputs)
+        bound = bind_keywords(
+            self.where, self.parameters, scalars, n_inputs, n_outputs, self._plugin
+        )
         return convert_scalars(
             self.where, scalars, lambda n, v: self._dtype_of(bound[n], v)
         )
@@ -322,6 +332,19 @@ class BackendKernel:
         # The one caller of the backend's emit: what it returns is checked here.
         result = self.emit(platform, arrays, scalars, outs)
         return checked_emitted(self, platform, result, outs)
+
+
+def _class_name(kernel: BackendKernel) -> str:
+    cls = type(kernel)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _plugin(kernel: BackendKernel) -> str | None:
+    """How messages name an out-of-tree backend's kernel class (None: built in)."""
+    if type(kernel).__module__.partition(".")[0] == "polykernel":
+        return None
+    name = f" {kernel.backend!r}" if kernel.backend else ""
+    return f"out-of-tree backend{name} ({_class_name(kernel)})"
 
 
 def _has_cpu_and_gpu(platforms: Sequence[Platform]) -> bool:

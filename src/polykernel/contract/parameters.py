@@ -7,7 +7,9 @@ or Triton function's parameter list, a Pallas body's keywords — so a backend
 with a call's keywords is the same on every backend (:func:`bind_keywords`):
 
 - a keyword that names no parameter is a :class:`~polykernel.errors.KernelCallError`
-  (a ``TypeError``, as Python raises for a function) listing the parameters;
+  (a ``TypeError``, as Python raises for a function) listing the parameters (for
+  a kernel of an out-of-tree backend, naming the backend, which must declare the
+  parameters its kernels take);
 - a parameter without a default that the call does not give is the same class,
   naming it;
 - each value then goes through the one converter (:mod:`.scalars`): a scalar of a
@@ -19,6 +21,10 @@ A kernel whose arrays fill the leading parameters of a function (Numba, Numba-CU
 Triton, Pallas: ``def k(x, out, alpha)``) declares ``leading="buffers"`` (inputs
 then outputs) or ``leading="inputs"`` (a pure-JAX function returns its outputs):
 its keyword parameters are those left after the call's arrays.
+
+What a backend declares is checked when its kernel is made (:func:`checked`): a
+dtype NumPy does not know, or ``None``, is refused there, naming the kernel and the
+allowed values, instead of at the first call.
 
 Example:
     >>> from polykernel.contract.parameters import Parameters, INFERRED
@@ -34,7 +40,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..errors import KernelCallError
+import numpy as np
+
+from ..errors import KernelCallError, KernelRegistrationError, KernelTypeError
 
 __all__ = [
     "INFERRED",
@@ -43,6 +51,7 @@ __all__ = [
     "Parameter",
     "Parameters",
     "bind_keywords",
+    "checked",
 ]
 
 
@@ -172,6 +181,82 @@ class Parameters:
         return f"{head}parameters: {listed or 'none'}{extra}"
 
 
+#: The dtype kinds a declared parameter may have: bool, signed and unsigned
+#: integers, real floats (what :func:`~.scalars.convert_attribute` converts to).
+_SCALAR_KINDS = "biuf"
+_ALLOWED = (
+    "a NumPy scalar dtype name ('bool', 'int8' to 'int64', 'uint8' to 'uint64', "
+    "'float16', 'float32', 'float64'), INFERRED (the value's type decides, by the "
+    "backend's rule) or STATIC (any hashable value, passed as it is), both from "
+    "polykernel.contract.parameters"
+)
+
+
+def checked(where: str, parameters: Any) -> Parameters:
+    """A kernel's declared ``parameters`` (:class:`Parameters`, a mapping ``name ->
+    dtype``, or None for none) as :class:`Parameters`, every entry checked.
+
+    Raises:
+        KernelTypeError: ``parameters`` of another type, a name that is not a
+            string, a dtype that is not a dtype (``None``, a number).
+        KernelRegistrationError: a name that is not an identifier, a dtype name
+            NumPy does not know (``"float99"``), a dtype no scalar has
+            (``"complex64"``, ``"str"``).
+    """
+    if parameters is None:
+        return Parameters()
+    if isinstance(parameters, Mapping):
+        for name in parameters:
+            _check_name(where, name)
+        parameters = Parameters.declared(parameters)
+    elif not isinstance(parameters, Parameters):
+        raise KernelTypeError(
+            f"{where}: parameters must be a mapping from each keyword parameter's "
+            f"name to its dtype, a polykernel.contract.parameters.Parameters, or "
+            f"None (no keywords); got {type(parameters).__name__} "
+            f"{parameters!r:.80}. Write e.g. parameters={{'alpha': 'float32'}}."
+        )
+    for entry in parameters.entries:
+        _check_dtype(where, entry.name, entry.dtype)
+    return parameters
+
+
+def _check_name(where: str, name: Any) -> None:
+    if not isinstance(name, str):
+        raise KernelTypeError(
+            f"{where}: parameters: each name must be a string (the keyword a call "
+            f"passes), got {type(name).__name__} {name!r:.60}."
+        )
+    if not name.isidentifier():
+        raise KernelRegistrationError(
+            f"{where}: parameters: {name!r} cannot be a keyword argument; name "
+            f"each parameter with a Python identifier, e.g. 'alpha'."
+        )
+
+
+def _check_dtype(where: str, name: str, dtype: Any) -> None:
+    if dtype is INFERRED or dtype is STATIC:
+        return
+    head = f"{where}: parameters: {name!r} is declared with dtype {dtype!r:.60}"
+    fix = f"declare {_ALLOWED}; e.g. parameters={{{name!r}: 'float32'}}."
+    try:
+        # np.dtype(None) is float64: None would pass unnoticed, then mislead calls.
+        resolved = None if dtype is None else np.dtype(dtype)
+    except (TypeError, ValueError):
+        resolved = None
+    if resolved is None and not isinstance(dtype, str):
+        raise KernelTypeError(
+            f"{head} ({type(dtype).__name__}), which is not a dtype; {fix}"
+        )
+    if resolved is None:
+        raise KernelRegistrationError(f"{head}, which NumPy does not know; {fix}")
+    if resolved.kind not in _SCALAR_KINDS:
+        raise KernelRegistrationError(
+            f"{head}: {resolved.name} is not a dtype a scalar parameter can have "
+            f"(bool, integers, real floats); {fix}"
+        )
+
+
 def _names(names: Sequence[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
@@ -182,8 +267,14 @@ def bind_keywords(
     keywords: Collection[str],
     n_inputs: int,
     n_outputs: int,
+    plugin: str | None = None,
 ) -> dict[str, Parameter]:
     """Each keyword of a call with its :class:`Parameter`.
+
+    ``plugin`` names the out-of-tree backend whose kernel this is (``"out-of-tree
+    backend 'ctypes_c' (ctypes_backend.CtypesKernel)"``); None for a built-in one. An
+    unknown keyword on a plugin's kernel may be a parameter its backend forgot to
+    declare: the message says so, for whoever reports it to the plugin's authors.
 
     Raises:
         KernelCallError: a keyword that names no parameter, or a parameter without
@@ -195,10 +286,18 @@ def bind_keywords(
     unknown = sorted(k for k in keywords if k not in by_name)
     if unknown and not parameters.open:
         s = "s" if len(unknown) > 1 else ""
+        fix = "pass only the kernel's parameters as keywords (check the spelling)."
+        if plugin is not None:
+            example = ", ".join(f"{k!r}: 'float32'" for k in unknown)
+            it = "them" if s else "it"
+            fix = (
+                f"check the spelling. If the kernel does take {_names(unknown)}, the "
+                f"{plugin} must declare {it}: pass parameters={{{example}}} (a dtype "
+                f"name, INFERRED or STATIC) to BackendKernel.__init__ in the plugin "
+                f"(or report it to the plugin's authors)."
+            )
         raise KernelCallError(
-            f"{where}: unknown keyword argument{s} {_names(unknown)} "
-            f"({listing}); pass only the kernel's parameters as "
-            f"keywords (check the spelling)."
+            f"{where}: unknown keyword argument{s} {_names(unknown)} ({listing}); {fix}"
         )
     missing = [p.name for p in params if not p.optional and p.name not in keywords]
     if missing:

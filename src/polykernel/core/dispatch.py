@@ -2,8 +2,8 @@
 
 ``polykernel.core.dispatch`` still offers the names it had (``Dispatch``,
 ``device_identity``, ``make_key``, ``misses``) with a
-:class:`~polykernel.errors.PolykernelDeprecationWarning`; it will be removed in a
-later release (see the CHANGELOG). ``polykernel.Dispatch`` and
+:class:`~polykernel.errors.PolykernelDeprecationWarning`; it will be removed in
+polykernel 0.2 (see the CHANGELOG). ``polykernel.Dispatch`` and
 ``polykernel.explain_dispatch`` are the public names.
 """
 
@@ -23,7 +23,7 @@ REASONS = tuple(r.value for r in Reason)
 warnings.warn(
     "polykernel.core.dispatch is deprecated: import from polykernel.dispatch "
     "(Dispatch, device_identity, make_key, misses) instead; this alias will be "
-    "removed in a later release.",
+    "removed in polykernel 0.2.",
     PolykernelDeprecationWarning,
     stacklevel=2,
 )
