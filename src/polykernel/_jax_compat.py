@@ -31,6 +31,7 @@ __all__ = [
     "config_value",
     "custom_partitioning",
     "default_device_platform",
+    "distributed_job",
     "explicit_leading_axes",
     "gpu_target_context",
     "has_jvp_rule",
@@ -377,3 +378,19 @@ def default_device_platform() -> str:
     device = config_value("jax_default_device") or jax.devices()[0]
     name = device if isinstance(device, str) else device.platform
     return platform_of(name) or name
+
+
+def distributed_job() -> tuple[Any, int, int] | None:
+    """``(client, process index, process count)`` of the ``jax.distributed`` job
+    this process belongs to, or None when it runs alone (not initialised, or one
+    process). The client is the job's key-value store (``key_value_set``,
+    ``blocking_key_value_get``, ``key_value_try_get``): the same methods on every
+    JAX line we support. Starts no backend."""
+    from jax._src import distributed
+
+    state = distributed.global_state
+    client = getattr(state, "client", None)
+    count = getattr(state, "num_processes", None) or 1
+    if client is None or count < 2:
+        return None
+    return client, int(state.process_id or 0), int(count)

@@ -4,6 +4,7 @@ whose ``__all__`` lists them with the exceptions)::
     PolykernelWarning ............................ UserWarning
     ├── CacheWarning, DuplicatePrimitiveWarning, BenchmarkMismatchWarning,
     │   BackendPreferenceWarning, TuningWarning
+    │   └── JobFallbackWarning
     └── PolykernelDeprecationWarning ............. + DeprecationWarning
 """
 
@@ -14,6 +15,7 @@ __all__ = [
     "BenchmarkMismatchWarning",
     "CacheWarning",
     "DuplicatePrimitiveWarning",
+    "JobFallbackWarning",
     "PolykernelDeprecationWarning",
     "PolykernelWarning",
     "TuningWarning",
@@ -47,3 +49,9 @@ class PolykernelDeprecationWarning(PolykernelWarning, DeprecationWarning):
 
 class TuningWarning(PolykernelWarning):
     """A tuned table was ignored, or a call found no tuned entry (when asked)."""
+
+
+class JobFallbackWarning(TuningWarning):
+    """The processes of a ``jax.distributed`` job could not agree on a tuned table
+    (or could not finish tuning together): every process uses the untuned
+    defaults (or saves nothing). The message says why."""

@@ -87,7 +87,7 @@ def _device(platform: str) -> Any:
     import jax
 
     try:
-        return jax.devices(platform)[0]
+        return jax.local_devices(backend=platform)[0]
     except RuntimeError as err:
         have = sorted({d.platform for d in jax.devices()})
         raise BenchmarkValueError(

@@ -7,6 +7,7 @@
     polykernel tune --show [NAME ...]     the entries, yours and shipped, fresh or stale
     polykernel tune --clear [NAME ...]    forget your entries (saved defaults too)
     polykernel tune --export FILE [NAME]  write your entries as a table to ship
+    polykernel tune --merge A B ... -o OUT   one table from several (provenance kept)
 
 A TARGET is a module or a ``.py`` file (imported from its path, :mod:`.targets`)
 whose primitives are tuned — or ``MODULE:NAME``, one primitive, named in full
@@ -58,6 +59,13 @@ def register(sub: Any, common: Any) -> None:
     mode.add_argument("--clear", action="store_true", help="forget your entries")
     mode.add_argument("--export", metavar="FILE", help="write your entries to FILE")
     mode.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="TABLE",
+        help="combine these tables into -o OUT (entries keep their provenance; "
+        "conflicting winners are listed)",
+    )
+    mode.add_argument(
         "--report",
         action="store_true",
         help="what dispatch picks for the benchmark data, and why",
@@ -90,6 +98,23 @@ def register(sub: Any, common: Any) -> None:
         "on the idle machine, prefer the one that holds up",
     )
     p.add_argument("--no-save", action="store_true", help="measure, do not record")
+    p.add_argument("-o", "--output", metavar="OUT", help="the table --merge writes")
+    p.add_argument(
+        "--strict", action="store_true", help="--merge: exit 1 on conflicting winners"
+    )
+    job = p.add_argument_group(
+        "a jax.distributed job (every process runs the same command; the cases "
+        "are split and the same table saved on each)"
+    )
+    job.add_argument(
+        "--distributed",
+        action="store_true",
+        help="join the job JAX detects (SLURM, Open MPI, ...) or the one the next "
+        "three options name",
+    )
+    job.add_argument("--coordinator", metavar="HOST:PORT", help="process 0's address")
+    job.add_argument("--num-processes", type=pos_int, metavar="N")
+    job.add_argument("--process-id", type=int, metavar="I")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
     p.set_defaults(handler=run)
 
@@ -120,8 +145,13 @@ def run(args: Any) -> int:
             raise CliError(str(err)) from err
         print(f"wrote {plural(n, 'entry', 'entries')} to {args.export}")
         return 0
+    if args.merge:
+        from .merge import merge
+
+        return merge(args)
     if not args.targets:
         raise CliUsageError("give a TARGET (module, file.py or MODULE:NAME) to tune")
+    _join_job(args)
     primitives = [p for t in args.targets for p in _primitives(t)]
     _check_backends(primitives, args.backends)
     data = _data_function(args.data) if args.data else None
@@ -130,6 +160,34 @@ def run(args: Any) -> int:
         if args.report
         else _tune(primitives, args, data)
     )
+
+
+def _join_job(args: Any) -> None:
+    """``jax.distributed.initialize`` with what the options give (before any JAX
+    backend starts), so that ``tune()`` runs across the job."""
+    named = (args.coordinator, args.num_processes, args.process_id)
+    if not args.distributed and all(v is None for v in named):
+        return
+    if any(v is None for v in named) and any(v is not None for v in named):
+        raise CliUsageError(
+            "--coordinator, --num-processes and --process-id go together (or use "
+            "--distributed alone for a job JAX detects)"
+        )
+    import jax
+
+    try:
+        if named[0] is None:
+            jax.distributed.initialize()
+        else:
+            jax.distributed.initialize(
+                args.coordinator, num_processes=args.num_processes,
+                process_id=args.process_id,
+            )  # fmt: skip
+    except Exception as err:  # JAX's own errors: no job to join
+        raise CliError(
+            f"polykernel tune: cannot join the jax.distributed job "
+            f"({type(err).__name__}: {str(err)[:200]})"
+        ) from None
 
 
 def clear(names: list[str], scope: Any = None) -> int:

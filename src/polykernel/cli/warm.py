@@ -53,7 +53,7 @@ def warm_primitive(kernel: Any, platform: str) -> list[tuple[str, str, str | Non
     from ..benchmark.runner import plan_benchmark
 
     plan = plan_benchmark(kernel, platform=platform)
-    device = jax.devices(platform)[0]
+    device = jax.local_devices(backend=platform)[0]
     done = []
     for cfg in plan.configs:
         try:

@@ -9,12 +9,15 @@ decides; ``tune`` runs :mod:`polykernel.tuning`. See ``docs/tuning.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _jax_compat as jc, backends
 from ..dispatch import Call, Dispatch, Key, Registered, decide, make_key, table
+from ..dispatch.agreement import View, agreed_view
+from ..dispatch.key import device_identity
 from ..dispatch.notices import notice
 from ..errors import KernelTypeError
 from ..settings.preferences import get_backend
@@ -93,13 +96,30 @@ class TuningMixin:
     ) -> tuple[Any, Dispatch]:
         """The kernel entry and decision of one lowering (or a dry run of one)."""
         registered = self._registered(platform)
+        view = self._job_view(platform, registered)
         key = self._key_of(platform, avals, outs, params)
         call = Call(key, backend, dict(params))
-        decision = decide(
-            call, registered, get_backend(platform), table.entries_for(self.name)
-        )
+        entries = table.entries_for(self.name) if view is None else view.entries
+        decision = decide(call, registered, get_backend(platform), entries)
+        if view is not None:
+            decision = dataclasses.replace(
+                decision, agreed=view.origin, job_fallback=view.fallback
+            )
         notice(decision, registered)
         return self._table.entry(platform, decision.backend), decision
+
+    def _job_view(
+        self, platform: str, registered: Registered | None = None
+    ) -> View | None:
+        """In a ``jax.distributed`` job, the table and device identity every
+        process decides from (agreed at the first need; None: alone)."""
+        if jc.distributed_job() is None:
+            return None  # alone: nothing to agree on (and nothing to gather)
+        return agreed_view(
+            registered or self._registered(platform),
+            lambda: table.entries_for(self.name),
+            device_identity(platform),
+        )
 
     def dispatch(
         self,
@@ -242,6 +262,8 @@ class TuningMixin:
             n for b in self._table.backends(platform)
             for n in self._table.entry(platform, b).tunable_names
         }  # fmt: skip
+        view = self._job_view(platform)
         return make_key(
-            self.name, platform, avals, outs, statics, self._bucketer, names
-        )
+            self.name, platform, avals, outs, statics, self._bucketer, names,
+            None if view is None else view.device,
+        )  # fmt: skip

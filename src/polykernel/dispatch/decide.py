@@ -56,6 +56,11 @@ class Dispatch:
         ignored_preference: a ``set_backend`` choice this primitive did not
             register (so it fell through).
         from_call: the launch parameters the call passed itself.
+        agreed: in a ``jax.distributed`` job, where the table decided from came
+            from (the job's agreed table, or the untuned defaults); None: this
+            process's own tables.
+        job_fallback: why the job uses the untuned defaults (None: it agreed, or
+            this process runs alone).
     """
 
     primitive: str
@@ -69,6 +74,8 @@ class Dispatch:
     stale: tuple[tuple[Entry, str], ...] = ()
     ignored_preference: str | None = None
     from_call: tuple[str, ...] = ()
+    agreed: str | None = None
+    job_fallback: str | None = None
 
     def __str__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in sorted(self.params.items()))
@@ -80,9 +87,14 @@ class Dispatch:
             where = f" (saved from {self.entry.source or 'a benchmark'})"
         n = len(self.stale)
         stale = f"; {n} stale entr{'y' if n == 1 else 'ies'} not used" if n else ""
+        job = ""
+        if self.agreed is not None:
+            job = f"; from {self.agreed}"
+            if self.job_fallback is not None:
+                job += f" ({self.job_fallback})"
         return (
             f"{self.primitive} on {self.platform}: {self.backend}"
-            f"({params}) [{self.reason.value}]{where}{stale}"
+            f"({params}) [{self.reason.value}]{where}{stale}{job}"
         )
 
 

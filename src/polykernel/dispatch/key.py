@@ -45,7 +45,7 @@ def device_identity(platform: str) -> tuple[str, str]:
     import jax
 
     try:
-        device = jax.devices(platform)[0]
+        device = jax.local_devices(backend=platform)[0]
     except RuntimeError:
         return "unknown", "unknown"
     capability = getattr(device, "compute_capability", None)
@@ -109,11 +109,14 @@ def make_key(
     params: Mapping[str, Any],
     bucketer: Callable[..., Any] | None = None,
     tuned_names: Collection[str] = (),
+    device: tuple[str, str] | None = None,
 ) -> Key:
     """The key a call with input ``avals`` and static ``params`` looks up (the
-    keywords in ``tuned_names``, launch parameters, are not part of it)."""
+    keywords in ``tuned_names``, launch parameters, are not part of it) on
+    ``device`` (``(kind, family)``; default: this process's, see
+    :func:`device_identity`; in a ``jax.distributed`` job, the job's)."""
     statics = {k: v for k, v in params.items() if k not in tuned_names}
-    device, family = device_identity(platform)
+    device, family = device_identity(platform) if device is None else device
     if bucketer is None:
         bucket = default_bucket(avals)
     else:

@@ -25,7 +25,15 @@ from .files import FileProblem, locked, read_regular, write_json, write_target
 from .records import Entry, Scope
 from .table import FORMAT, VERSION, NotATable, document, read_table, tuned_path
 
-__all__ = ["check_writable", "clear_entries", "export_entries", "record_entries"]
+__all__ = [
+    "check_writable",
+    "clear_entries",
+    "entry_json",
+    "export_entries",
+    "own_entries",
+    "record_entries",
+    "replace_entries",
+]
 
 
 def _refuse(path: Path, why: str, fix: str) -> TuningError:
@@ -59,7 +67,11 @@ def _owned_document(path: Path) -> dict[str, Any]:
             f"one writes {VERSION})",
             "Upgrade polykernel, or " + move[0].lower() + move[1:],
         ) from None
-    return {"format": FORMAT, "version": VERSION, "entries": dict(entries)}
+    kept = {"format": FORMAT, "version": VERSION, "entries": dict(entries)}
+    others = json.loads(found[0]).get("others")  # kept by a merge (see .merge)
+    if isinstance(others, list):
+        kept["others"] = others
+    return kept
 
 
 def check_writable(path: Path | None = None) -> Path:
@@ -147,7 +159,7 @@ def record_entries(new: Iterable[Entry]) -> Path:
             or an entry would not read back as itself (nothing is written).
     """
     path = tuned_path()
-    written = [(e, _checked(e)) for e in new]
+    written = [(e, entry_json(e)) for e in new]
 
     def change(entries: dict[str, Any]) -> bool:
         for entry, raw in written:
@@ -163,7 +175,40 @@ def record_entries(new: Iterable[Entry]) -> Path:
     return path
 
 
-def _checked(entry: Entry) -> dict[str, Any]:
+def own_entries() -> dict[str, Any]:
+    """The raw entries of the user's table (``{primitive: [entry, ...]}``, each as
+    it is on disk), to be merged into a job's table.
+
+    Raises:
+        TuningError: the table is not one this version may rewrite.
+    """
+    path = tuned_path()
+    try:
+        with locked(path):
+            return dict(_owned_document(path)["entries"])
+    except CacheError as err:
+        raise TuningError(str(err)) from err
+
+
+def replace_entries(entries: dict[str, Any]) -> Path:
+    """Make the user's table hold exactly ``entries`` (a job's merged table: the
+    same bytes on every process that writes it) and return its path.
+
+    Raises:
+        TuningError: the table cannot be written, or is not one this version owns.
+    """
+    path = tuned_path()
+
+    def change(current: dict[str, Any]) -> bool:
+        current.clear()
+        current.update(entries)
+        return True
+
+    _rewrite(path, change)
+    return path
+
+
+def entry_json(entry: Entry) -> dict[str, Any]:
     """``entry``'s JSON form, once it is known to read back (a table never holds
     what its reader would skip: NumPy values, lists, NaN...)."""
     name = entry.key.primitive

@@ -99,6 +99,10 @@ class TuneReport:
     machine: dict[str, Any] = dataclasses.field(default_factory=dict)
     passes: int = 1
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: In a ``jax.distributed`` job: the processes, this one's index, the cases of
+    #: the job, the outcome (``complete`` or ``fallback: why``) and what each
+    #: process timed (``{process: [[case, candidate], ...]}``); None alone.
+    job: dict[str, Any] | None = None
 
     @property
     def entries(self) -> list[Entry]:
@@ -148,6 +152,7 @@ class TuneReport:
             "cut": self.cut,
             "notes": self.notes,
             "saved_to": str(self.saved_to) if self.saved_to else None,
+            "job": self.job,
             "cases": [
                 {
                     "label": c.label,

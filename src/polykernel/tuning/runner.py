@@ -28,10 +28,12 @@ Tuning never runs inside a traced program (refused by :mod:`.session`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -97,12 +99,14 @@ def tune_platform(
     options: TuneOptions,
     report: TuneReport,
     started: float,
+    turn: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> list[Entry]:
     """Tune ``op`` on ``platform`` over ``configs``; add the cases to ``report`` and
-    return the entries to record."""
+    return the entries to record. Timing runs inside ``turn()`` (in a job, this
+    process's turn on its host's cores: see :mod:`.job`)."""
     import jax
 
-    device = jax.devices(platform)[0]
+    device = jax.local_devices(backend=platform)[0]
     run = _Run(op, platform, key_of, tunables, reference, default, identity, options,
                started, report)  # fmt: skip
     run.to_try = len(_order(run)) * len(configs)
@@ -114,10 +118,11 @@ def tune_platform(
     report.cases += [item.case for item in prepared]
     # Every case's first pass before any case's second: passes meet the machine in
     # different states (see .timing).
-    for _ in range(options.passes):
-        _time_pass(run, [item for item in prepared if item.timed])
-    if options.contention:
-        _loaded_pass(run, prepared)
+    with turn():
+        for _ in range(options.passes):
+            _time_pass(run, [item for item in prepared if item.timed])
+        if options.contention:
+            _loaded_pass(run, prepared)
     for item in prepared:
         missed = options.passes - len(item.passes)
         if item.timed and missed:

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from .. import _jax_compat, backends as backend_table
 from ..benchmark.machine import machine_info
 from ..dispatch import writing
+from ..dispatch.agreement import job_store
 from ..errors import TuningError, TuningTypeError
 from .candidates import Candidate
 from .options import check_backends, check_configs, check_options, check_platforms
@@ -156,6 +157,14 @@ def run_tuning(
     plans = [_plan(op, p, given, only, registered(p)) for p in platforms]
     report = TuneReport(op.name, machine=machine_info(), passes=options.passes)
     call = op.call if op.call_function is not None else op
+    store = job_store()
+    if store is not None:  # a jax.distributed job: tuned once, saved alike
+        from .job_run import tune_in_job
+
+        tune_in_job(store, op, plans, call, key_of, options, save, report, started)
+        if options.verbose:
+            print(report.table())
+        return report
     entries = []
     for plan in plans:
         entries += tune_platform(
