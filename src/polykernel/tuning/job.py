@@ -10,8 +10,9 @@ program it tunes). Through the job's key-value store
    the votes are the same program and *claims* the plan: each case, in order,
    goes to one process (round robin), whatever each process's own table holds;
 2. **time their slice** — each process captures and first-calls only its
-   cases, then times them on its own device. Processes on one host (the same
-   cores) take turns: a process times only after every process of its host has
+   cases, then times them on its own device. Processes that share CPU cores (on
+   one host, with overlapping CPU affinity) take turns: a process times only after
+   every process sharing its cores has
    finished its first calls and the one before it has finished timing, so no
    timing runs while another process of the job times on the same cores;
 3. **exchange and save** — each publishes its entries and its own table; once
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import threading
 import time
@@ -73,6 +75,7 @@ class JobTuning:
         self.prefix = f"tune/{component(primitive)}/{_next_round(primitive)}"
         self.host = socket.gethostname()
         self.hosts: dict[str, list[int]] = {}
+        self.group = self.host
         self._beats: dict[int, tuple[str | None, float]] = {}
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._beating, daemon=True)
@@ -157,6 +160,7 @@ class JobTuning:
         vote = {
             "process": self.index,
             "host": self.host,
+            "cores": _cores(),
             "cases": {p: [_case(c) for c in cs] for p, cs in sorted(cases.items())},
             "candidates": candidates,
         }
@@ -184,6 +188,10 @@ class JobTuning:
         if "fallback" in plan:
             raise self._fail(plan["fallback"])
         self.hosts = {h: list(r) for h, r in plan["hosts"].items()}
+        self.group = next(
+            (g for g, members in self.hosts.items() if self.index in members),
+            self.host,
+        )
         return {p: list(r) for p, r in plan["cases"].items()}
 
     def _lead(self, own: dict, deadline: float, others: list[int]) -> dict:
@@ -203,9 +211,7 @@ class JobTuning:
                             f"process 0's: every process must call tune() with the "
                             f"same cases and backends"}  # fmt: skip
             votes.append(vote)
-        hosts: dict[str, list[int]] = {}
-        for vote in sorted(votes, key=lambda v: v["process"]):
-            hosts.setdefault(vote["host"], []).append(vote["process"])
+        hosts = _sharing(votes)
         count, turn, cases = self.store.count, 0, {}
         for platform, items in own["cases"].items():
             cases[platform] = [(turn + i) % count for i in range(len(items))]
@@ -218,7 +224,7 @@ class JobTuning:
         """Time only when no other process of this host times: after every process
         of the host has made its first calls and the one before has timed."""
         self._outcome()
-        mates = self.hosts.get(self.host, [self.index])
+        mates = self.hosts.get(self.group, [self.index])
         self.store.put(self._key(f"{platform}/ready/{self.index}"), "1")
         deadline = self.started + self.budget_s + self.limit
         place = mates.index(self.index)
@@ -230,7 +236,7 @@ class JobTuning:
             if got is None:
                 self._outcome()
                 raise self._fail(f"process {self.index} waited for process {peer}'s "
-                                 f"turn on host {self.host}: {why}")  # fmt: skip
+                                 f"turn on {self.group}: {why}")  # fmt: skip
         try:
             yield
         finally:
@@ -271,6 +277,29 @@ class JobTuning:
         if "fallback" in json.loads(held):
             raise Fallback(json.loads(held)["fallback"])
         return results
+
+
+def _cores() -> list[int]:
+    """The CPU cores this process may run on (all, where the OS does not say)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
+def _sharing(votes: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
+    """Groups of processes that take turns: on one host, those whose cores
+    overlap (directly or through another), each group in process order."""
+    groups: list[tuple[str, set[int], list[int]]] = []
+    for vote in sorted(votes, key=lambda v: v["process"]):
+        cores = set(vote.get("cores") or [])
+        joined = [g for g in groups if g[0] == vote["host"] and g[1] & cores]
+        merged = (vote["host"], cores, [vote["process"]])
+        for group in joined:
+            groups.remove(group)
+            merged = (group[0], group[1] | merged[1], group[2] + merged[2])
+        groups.append((merged[0], merged[1], sorted(merged[2])))
+    return {f"{host} #{i}": members for i, (host, _, members) in enumerate(groups)}
 
 
 def _case(config: Any) -> list[Any]:
