@@ -3,12 +3,13 @@
 One test per page (id: its path from the repository root). The conventions are those
 of ``markdown_blocks.py`` (issue 29, item 5): every ``python``/``py``/``pycon`` block
 runs **on its own**, in a fresh process and an empty directory of its own
-(``docs_block_runner.py``), so a block that uses a name or a file an earlier block
-made fails, as the reader who copies it alone would; a page may share one setup block
-(``<!-- docs-test: setup -->``), which then runs first in the process of each block
-marked ``<!-- docs-test: after setup -->``. A ```` ```text ```` block right after a
-block is its asserted stdout; ``<!-- docs-test: skip (REASON) -->`` on the line
-before a fence skips that block (each skip is listed as a skipped
+(``docs_block_runner.py``, forked by ``zygote.py`` from a process that imported JAX,
+NumPy, Numba and polykernel and started nothing), so a block that uses a name or a
+file an earlier block made fails, as the reader who copies it alone would; a page may
+share one setup block (``<!-- docs-test: setup -->``), which then runs first in the
+process of each block marked ``<!-- docs-test: after setup -->``. A ```` ```text ````
+block right after a block is its asserted stdout; ``<!-- docs-test: skip (REASON)
+-->`` on the line before a fence skips that block (each skip is listed as a skipped
 ``test_docs_block_marked_skip`` case, with its page, line and reason).
 
 The processes get the test session's environment (``run_env``: ``JAX_PLATFORMS=cpu``,

@@ -3,8 +3,10 @@
 The default batching rule loops over the batch; on a mesh of ``Explicit`` axes
 (``jax.make_mesh``'s default) a ``lax.scan`` over a split axis is refused by JAX, so
 the loop runs per device on its own rows and the batch stays split. Every catalog
-primitive on every CPU backend, on 2 and 4 host devices (``vmap_sharding_child.py``,
-one fresh process per device count: XLA fixes it at start).
+primitive on every CPU backend, on meshes of 2 and 4 host devices
+(``vmap_sharding_child.py``: one fresh process with 4 devices, XLA fixes the count at
+start; the 2-device meshes use the first two, with 4 batch rows per device, the
+4-device ones 2). The cases of a mesh size are reported under ``2dev``/``4dev``.
 """
 
 from __future__ import annotations
@@ -16,15 +18,24 @@ from subprocess_support import SUPPORT, last_json, run_python
 
 CHILD = SUPPORT / "vmap_sharding_child.py"
 PRIMITIVES = ("scaled_add", "csrmv", "csrmv_T", "event_csrmv", "lif_step")
+SIZES = (2, 4)  # devices per mesh
 
 
-@pytest.fixture(scope="module", params=[2, 4], ids=lambda n: f"{n}dev")
-def report(request) -> dict:
+@pytest.fixture(scope="module")
+def meshes() -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("XLA_FLAGS", None)
-    out = last_json(run_python(CHILD, str(request.param), env=env, timeout=600))
-    assert out["devices"] == request.param
-    return out["results"]
+    argv = [str(n) for n in SIZES]
+    out = last_json(run_python(CHILD, *argv, env=env, timeout=600))
+    assert out["devices"] == max(SIZES)
+    return out["meshes"]
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"{n}dev")
+def report(request, meshes: dict) -> dict:
+    found = meshes[str(request.param)]
+    assert found["devices"] == request.param  # the mesh spans that many devices
+    return found["results"]
 
 
 def _cases(report: dict, prefix: str) -> dict:

@@ -1,9 +1,10 @@
 """Running the Python blocks of a Markdown page as the docs tests do, and a sample
 page that shows every convention of ``markdown_blocks.py``.
 
-Each block runs on its own in a fresh process (``docs_block_runner.py``) and an
-empty directory of its own, after the page's setup block when marked so; its
-printed output is compared with the ``text`` block shown after it. Used by
+Each block runs on its own in a fresh process (``docs_block_runner.py``, forked by
+``zygote.py`` with JAX, NumPy, Numba and polykernel imported) and an empty directory
+of its own, after the page's setup block when marked so; its printed output is
+compared with the ``text`` block shown after it. Used by
 ``tests/docs/test_docs_code.py`` (the real pages) and ``test_docs_runner.py``.
 """
 
@@ -13,12 +14,12 @@ import dataclasses
 import difflib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from markdown_blocks import CodeBlock, code_blocks, normalise_output
 from subprocess_support import SUPPORT
+from zygote import run_script
 
 RUNNER = SUPPORT / "docs_block_runner.py"
 TAIL = 4000
@@ -75,12 +76,12 @@ def _run_blocks(
         for b in blocks
     ]
     plan.write_text(json.dumps({"page": str(page.resolve()), "blocks": units}))
-    proc = subprocess.run(
-        [sys.executable, str(RUNNER), str(plan), str(results)],
+    proc = run_script(  # a fresh process forked by the zygote (zygote.py)
+        RUNNER,
+        str(plan),
+        str(results),
         cwd=cwd,  # an empty directory the blocks may write in
         env={**env, "JAX_PLATFORMS": "cpu"},  # CPU, also under make test-gpu
-        capture_output=True,
-        text=True,
         timeout=600,
     )
     lines = results.read_text().splitlines() if results.exists() else []

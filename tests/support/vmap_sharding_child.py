@@ -1,14 +1,16 @@
 """vmap over a batch axis split across devices (run as a script, fresh process).
 
-``python vmap_sharding_child.py N_DEVICES``: on ``N_DEVICES`` CPU devices, every
-catalog primitive on every CPU backend usable here, ``jax.jit(jax.vmap(...))`` with
-the batch axis (rows) split over the devices: on a mesh of ``Explicit`` axes (JAX's
-default for ``jax.make_mesh``), of ``Auto`` axes, and ``vmap`` inside a
-``shard_map`` body; plus edge cases (two mesh axes, ``in_axes=1``, nested ``vmap``,
-``grad``).
-Prints one JSON line ``{"devices": n, "results": {case: {"error": max abs error vs
-the unsharded result, "spec": output sharding spec}}}``; a case that raised gives
-``{"raised": text}``.
+``python vmap_sharding_child.py N...``: on ``max(N)`` CPU devices, for each mesh
+size ``N`` (a mesh of the first ``N`` devices), every catalog primitive on every CPU
+backend usable here, ``jax.jit(jax.vmap(...))`` with the batch axis (rows) split over
+the devices: on a mesh of ``Explicit`` axes (JAX's default for ``jax.make_mesh``), of
+``Auto`` axes, and ``vmap`` inside a ``shard_map`` body; plus edge cases (two mesh
+axes, ``in_axes=1``, nested ``vmap``, ``grad``). One process serves every size (XLA
+fixes the device count at start; a mesh need not span every device), and each
+case's unsharded result is computed once for all the meshes that check it.
+Prints one JSON line ``{"devices": n, "meshes": {N: {"devices": devices in the
+mesh, "results": {case: {"error": max abs error vs the unsharded result, "spec":
+output sharding spec}}}}}``; a case that raised gives ``{"raised": text}``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={sys.argv[1]}"
+os.environ["XLA_FLAGS"] = (
+    f"--xla_force_host_platform_device_count={max(map(int, sys.argv[1:]))}"
+)
 
 import jax
 import jax.numpy as jnp
@@ -37,8 +41,8 @@ from polykernel.catalog import (
 )
 from polykernel.catalog._support import random_csr
 
-N_DEV = int(sys.argv[1])
-B = 2 * N_DEV  # batch rows: 2 per device
+SIZES = [int(n) for n in sys.argv[1:]]
+B = 2 * max(SIZES)  # batch rows: 2 per device on the largest mesh, more on others
 ROWS, COLS = 12, 10
 rng = np.random.default_rng(0)
 CSR = random_csr(ROWS, COLS, 0.4, seed=1)
@@ -102,8 +106,14 @@ def _spec(out: Any) -> str:
     return str(jax.tree.leaves(out)[0].sharding.spec)
 
 
-def run(mesh: Any, fn: Callable[..., Any], batch: tuple[Any, ...], how: str) -> dict:
-    want = jax.vmap(fn)(*batch)  # one device, no mesh
+def unsharded(fn: Callable[..., Any], batch: tuple[Any, ...]) -> Any:
+    """The reference: ``vmap`` run eagerly on one device, no mesh."""
+    return jax.vmap(fn)(*batch)
+
+
+def run(
+    mesh: Any, fn: Callable[..., Any], batch: tuple[Any, ...], how: str, want: Any
+) -> dict:
     rows = NamedSharding(mesh, P(mesh.axis_names))
     args = [jax.device_put(a, rows) for a in batch]
     if how == "shard_map":
@@ -116,13 +126,15 @@ def run(mesh: Any, fn: Callable[..., Any], batch: tuple[Any, ...], how: str) -> 
     return {"error": _max_error(got, want), "spec": _spec(got)}
 
 
-def _mesh(kind: AxisType, names: tuple[str, ...] = ("i",)) -> Any:
-    shape = (N_DEV,) if len(names) == 1 else (2, N_DEV // 2)
-    return jax.make_mesh(shape, names, axis_types=(kind,) * len(names))
+def _mesh(n_dev: int, kind: AxisType, names: tuple[str, ...] = ("i",)) -> Any:
+    shape = (n_dev,) if len(names) == 1 else (2, n_dev // 2)
+    return jax.make_mesh(
+        shape, names, axis_types=(kind,) * len(names), devices=jax.devices()[:n_dev]
+    )
 
 
-def edge_cases() -> dict[str, Callable[[], dict]]:
-    explicit = _mesh(AxisType.Explicit)
+def edge_cases(n_dev: int) -> dict[str, Callable[[], dict]]:
+    explicit = _mesh(n_dev, AxisType.Explicit)
     x = rng.standard_normal((B, 16)).astype(np.float32)
 
     def batch_on_axis_1() -> dict:
@@ -142,9 +154,9 @@ def edge_cases() -> dict[str, Callable[[], dict]]:
         return {"error": _max_error(got, 1.5 * x3), "spec": _spec(got)}
 
     def two_mesh_axes() -> dict:
-        mesh = _mesh(AxisType.Explicit, ("a", "b"))
+        mesh = _mesh(n_dev, AxisType.Explicit, ("a", "b"))
         fn, batch = _cases("numba")["csrmv"]
-        return run(mesh, fn, batch, "jit")
+        return run(mesh, fn, batch, "jit", unsharded(fn, batch))
 
     def grad_through_vmap() -> dict:
         xs = jax.device_put(x, NamedSharding(explicit, P("i")))
@@ -160,28 +172,48 @@ def edge_cases() -> dict[str, Callable[[], dict]]:
         "batch_on_axis_1": batch_on_axis_1,
         "nested_vmap": nested_vmap,
         "grad_through_vmap": grad_through_vmap,
-        "two_mesh_axes": two_mesh_axes,  # a 2 x (N_DEV / 2) mesh
+        "two_mesh_axes": two_mesh_axes,  # a 2 x (n_dev / 2) mesh
     }
 
 
+def _attempt(job: Callable[[], dict]) -> dict:
+    try:
+        return job()
+    except Exception:
+        return {"raised": traceback.format_exc()[-3000:]}
+
+
 def main() -> None:
-    results: dict[str, dict] = {}
-    meshes = {"explicit": (_mesh(AxisType.Explicit), "jit"),
-              "auto": (_mesh(AxisType.Auto), "jit"),
-              "shard_map": (_mesh(AxisType.Explicit), "shard_map")}  # fmt: skip
-    jobs: dict[str, Callable[[], dict]] = {}
+    meshes = {
+        n: {
+            "explicit": (_mesh(n, AxisType.Explicit), "jit"),
+            "auto": (_mesh(n, AxisType.Auto), "jit"),
+            "shard_map": (_mesh(n, AxisType.Explicit), "shard_map"),
+        }
+        for n in SIZES
+    }
+    results: dict[int, dict[str, dict]] = {n: {} for n in SIZES}
     for name in _cases("jax_raw"):
         for backend in _backends(name):
             fn, batch = _cases(backend)[name]
-            for kind, (mesh, how) in meshes.items():
-                jobs[f"{kind}/{name}/{backend}"] = partial(run, mesh, fn, batch, how)
-    jobs.update({f"edge/{k}": v for k, v in edge_cases().items()})
-    for key, job in jobs.items():
-        try:
-            results[key] = job()
-        except Exception:
-            results[key] = {"raised": traceback.format_exc()[-3000:]}
-    print(json.dumps({"devices": jax.device_count(), "results": results}))
+            # The same batch on every mesh: one reference (a case whose reference
+            # raised reports that on each mesh).
+            ref = _attempt(lambda fn=fn, batch=batch: {"want": unsharded(fn, batch)})
+            for n in SIZES:
+                for kind, (mesh, how) in meshes[n].items():
+                    results[n][f"{kind}/{name}/{backend}"] = (
+                        ref
+                        if "raised" in ref
+                        else _attempt(partial(run, mesh, fn, batch, how, ref["want"]))
+                    )
+    for n in SIZES:
+        for key, job in edge_cases(n).items():
+            results[n][f"edge/{key}"] = _attempt(job)
+    meshes_out = {
+        n: {"devices": meshes[n]["explicit"][0].devices.size, "results": results[n]}
+        for n in SIZES
+    }
+    print(json.dumps({"devices": jax.device_count(), "meshes": meshes_out}))
 
 
 if __name__ == "__main__":

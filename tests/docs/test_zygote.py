@@ -1,0 +1,108 @@
+"""The zygote (``zygote.py``) runs each script as ``python SCRIPT`` would, in a fresh
+process: the docs blocks and examples rely on it (issue 37, item 8)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import zygote
+from zygote import run_script
+
+pytestmark = pytest.mark.slow  # starts a process that imports JAX (about 2 s)
+
+REPORT = """
+import json, os, sys, threading
+from jax._src import xla_bridge
+print(json.dumps({
+    "pid": os.getpid(), "cwd": os.getcwd(), "argv": sys.argv, "path0": sys.path[0],
+    "name": __name__, "file": __file__, "stdin": sys.stdin.read(),
+    "env": os.environ.get("ZYGOTE_TEST"), "test": os.environ["PYTEST_CURRENT_TEST"],
+    "backend": xla_bridge.backends_are_initialized(),
+    "threads": threading.active_count(), "mine": "left" in globals(),
+}))
+left = 1
+"""
+
+
+def _script(tmp_path: Path, source: str, name: str = "script.py") -> Path:
+    folder = tmp_path / "scripts"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(source)
+    return folder / name
+
+
+def test_each_script_runs_in_a_fresh_process_of_its_own(run_env, tmp_path):
+    script = _script(tmp_path, REPORT)
+    runs, served_by = [], set()
+    for n in range(2):
+        cwd = tmp_path / f"cwd{n}"
+        cwd.mkdir()
+        # PYTEST_CURRENT_TEST differs per test; the same zygote serves both.
+        env = dict(run_env, ZYGOTE_TEST="given", PYTEST_CURRENT_TEST=f"run {n}")
+        proc = run_script(script, "a", str(n), env=env, cwd=cwd)
+        served_by.add(id(zygote._current))
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout))
+        assert runs[-1] == {
+            **runs[-1],
+            "cwd": str(cwd),
+            "argv": [str(script), "a", str(n)],
+            "path0": str(script.parent),
+            "name": "__main__",
+            "file": str(script),
+            "stdin": "",
+            "env": "given",
+            "test": f"run {n}",
+            "backend": False,  # nothing started before the fork
+            "threads": 1,
+            "mine": False,  # an empty namespace
+        }
+    assert len({r["pid"] for r in runs} | {os.getpid()}) == 3
+    assert len(served_by) == 1
+
+
+@pytest.mark.parametrize(
+    ("source", "code", "stderr"),
+    [
+        ("raise ValueError('bad')", 1, "ValueError: bad"),
+        ("import sys; sys.exit(3)", 3, ""),
+        ("import sys; sys.exit('no')", 1, "no"),
+        ("import os; print('kept', flush=True); os._exit(9)", 9, ""),
+        ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", -9, ""),
+    ],
+    ids=["exception", "exit-3", "exit-message", "os-exit", "killed"],
+)
+def test_exit_statuses_and_output_are_those_of_python_script(
+    source, code, stderr, run_env, tmp_path
+):
+    script = _script(tmp_path, source)
+    fresh = subprocess.run(
+        [sys.executable, str(script)], env=run_env, capture_output=True, text=True
+    )
+    forked = run_script(script, env=run_env)
+    assert (forked.returncode, forked.stdout) == (code, fresh.stdout)
+    assert fresh.returncode == code and stderr in forked.stderr
+
+
+def test_a_script_past_its_timeout_is_killed_and_the_next_one_runs(run_env, tmp_path):
+    sleeper = _script(tmp_path, "import time\nprint('started', flush=True)\n"
+                      "time.sleep(120)\n")  # fmt: skip
+    with pytest.raises(subprocess.TimeoutExpired) as timed_out:
+        run_script(sleeper, env=run_env, timeout=3)
+    assert timed_out.value.output == b"started\n"
+    proc = run_script(_script(tmp_path, "print('next')", "next.py"), env=run_env)
+    assert (proc.returncode, proc.stdout) == (0, "next\n")
+
+
+def test_another_environment_gets_a_zygote_that_imported_under_it(run_env, tmp_path):
+    script = _script(tmp_path, "import jax\nprint(jax.config.jax_enable_x64)\n")
+    assert run_script(script, env=run_env).stdout == "False\n"
+    first = zygote._current
+    # JAX reads JAX_ENABLE_X64 when it is imported, in the zygote.
+    assert run_script(script, env=dict(run_env, JAX_ENABLE_X64="1")).stdout == "True\n"
+    assert zygote._current is not first
