@@ -6,15 +6,20 @@ same data (outputs are compared across backends; a mismatch fails the demo), pri
 comparison table, measures ``scipy.sparse`` on the same CSR matrices side by side, and
 writes ``results.json`` and ``results.png`` into the output directory, with
 ``machine.json`` beside them: what the numbers were measured on (:func:`machine_info`)
-and the load they met. Last, it tunes ``scaled_add`` on a small and a large case and
-shows the backend and launch parameters dispatch then picks for each (measured
-dispatch, ``docs/tuning.md``), into the run's config directory.
+and the load they met. Last, it shows the backend and launch parameters dispatch
+picks for a small and a large ``scaled_add`` (measured dispatch, ``docs/tuning.md``)
+— the ones its table ran — and what tuning it again here measures (not saved, so
+that the next run's table runs the same kernels).
 
-Each case is timed until every backend's spread (IQR / median) is within 10 %, or the
-case has had its time budget (3 s of timed rounds, after at least 15 runs of each
-backend, interleaved): a time still above the bound is reported noisy, in words,
-under its table. The output starts with the machine and the load it ran under; every
-line of it fits in 100 columns.
+Each table's headline is each backend's speed-up over ``jax_raw``, taken round by
+round (the backends of a case are timed interleaved, one call of each per round):
+a second run reproduces it, where the times themselves move with the machine's
+load. Under each table: the launch parameters each backend ran with, and why
+(tuned, default or given). Each case is timed until every backend's spread (IQR /
+median) is within 10 %, or the case has had its time budget (3 s of timed rounds,
+after at least 15 runs of each backend): a ratio still above the bound is reported
+noisy, in words, under its table. The output starts with the machine and the load
+it ran under; every line of it fits in 100 columns.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from .benchmark import (
     time_function,
 )
 from .benchmark.machine import LoadMonitor, environment_lines, machine_info
-from .benchmark.table import TABLE_WIDTH
+from .benchmark.table import TABLE_WIDTH, format_table
 
 __all__ = ["Settings", "machine_info", "main", "render", "run"]
 
@@ -49,6 +54,9 @@ class Settings:
     n_runs: int = 15
     target_spread: float | None = 0.10
     time_budget_s: float = 3.0
+    #: Untimed calls of a backend before each of its timed calls (``run_benchmark
+    #: (settle_s=...)``): not timed while another backend's threads still spin.
+    settle_s: float = 12e-3
 
 
 #: ``--quick``: a smoke test, a fixed few runs (noisier numbers).
@@ -123,20 +131,24 @@ def render(
     width: int = TABLE_WIDTH,
 ) -> str:
     """What the demo prints: the machine and load, one table per primitive and
-    platform, the scipy comparison; no line wider than ``width``."""
+    platform (speed-ups over ``jax_raw`` first), the scipy comparison; no line
+    wider than ``width``."""
     parts = [environment_lines(combined.environment, width)]
     for result in results:  # each table names its platform
         parts.append(f"== {result.primitive_name} ==")
         # The reference backend (jax_raw) is the baseline.
-        parts.append(result.table(width=width))
+        parts.append(format_table(result.records, width=width, speedup_first=True))
     if scipy_report:
         parts.append(scipy_report)
     return "\n\n".join(p for p in parts if p)
 
 
-def tuned_dispatch(settings: Settings, width: int = TABLE_WIDTH) -> str:
-    """Tune ``scaled_add`` on a small and a large case (into the run's config
-    directory) and show what dispatch then picks for each, and why."""
+def tuned_dispatch(
+    settings: Settings, width: int = TABLE_WIDTH, table: BenchmarkResult | None = None
+) -> str:
+    """What dispatch picks for ``scaled_add`` on a small and a large case, and why
+    (the choice ``table``'s column of that backend ran too), then what tuning it
+    again here measures (``op.tune(save=False)``: the table stays reproducible)."""
     import numpy as np
 
     from . import catalog
@@ -153,30 +165,72 @@ def tuned_dispatch(settings: Settings, width: int = TABLE_WIDTH) -> str:
         for n in (1_000, 1_000_000)
     ]
     seconds = 0.3 if settings.target_spread is None else 1.0
-    report = op.tune(platform="cpu", configs=cases, case_seconds=seconds)
-    lines = ["== tuned dispatch: scaled_add (op.tune(), then pk.explain_dispatch) =="]
+    report = op.tune(platform="cpu", configs=cases, case_seconds=seconds, save=False)
+    lines = ["== dispatch: scaled_add (pk.explain_dispatch; op.tune(save=False)) =="]
     for case, tuned in zip(cases, report.cases, strict=True):
         (decision,) = explain_dispatch(
             catalog.scaled_add, *case.args, platform="cpu", **case.kernel_kwargs
         )
-        default = next(
-            m
-            for m in tuned.measured
-            if m.candidate.backend == op.get_default("cpu") and m.status == "ok"
+        picked = f"{decision.backend}{_params(decision.params)}"
+        lines += _wrap(
+            f"{case.label}: calls run {picked} [{decision.reason}]"
+            f"{_as_in_table(table, op.name, case.label, decision)}",
+            width,
         )
-        winner = tuned.winner.ratio if tuned.winner is not None else 1.0
-        gain = default.ratio / winner  # relative to the pick, round by round
-        line = (
-            f"{case.label}: {decision.backend}{_params(decision.params)} "
-            f"[{decision.reason}]; the fixed default "
-            f"{default.candidate.label} is {gain:.2f}x its time"
-        )
-        lines.append(line[:width])
+        lines += _wrap(_retuned(tuned, picked), width, indent="  ")
     return "\n".join(lines)
 
 
+def _as_in_table(
+    table: BenchmarkResult | None, primitive: str, label: str, decision: Any
+) -> str:
+    """Whether the table's column of ``decision.backend`` ran the same kernel."""
+    ran = next(
+        (
+            r
+            for r in (table.records if table is not None else ())
+            if (r.primitive, r.platform, r.label, r.backend)
+            == (primitive, "cpu", label, decision.backend)
+        ),
+        None,
+    )
+    if ran is None or not ran.success:
+        return ""
+    if dict(ran.launch_params) == dict(decision.params):
+        return f", as its {decision.backend} column in the table above"
+    ran_params = _params(ran.launch_params) or "no launch parameters"
+    return f"; the table's {decision.backend} column ran {ran_params}"
+
+
+def _retuned(tuned: Any, picked: str) -> str:
+    """What tuning this case again measured, against the pick."""
+    winner = tuned.winner
+    if winner is None:
+        return "tuning it again here timed nothing"
+    mine = next(
+        (m for m in tuned.measured if m.status == "ok" and m.candidate.label == picked),
+        None,
+    )
+    text = f"tuning it again here (not saved): {winner.candidate.label} wins"
+    if mine is None or mine is winner:
+        return text + (", the same pick" if mine is winner else "")
+    # Both relative to the case's fastest, round by round.
+    return text + f"; {picked} takes {mine.ratio / winner.ratio:.2f}x its time"
+
+
+def _wrap(text: str, width: int, indent: str = "") -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(
+        text, width, initial_indent=indent, subsequent_indent=indent + "  "
+    )
+
+
 def _params(params: Any) -> str:
-    return "(" + ", ".join(f"{k}={v!r}" for k, v in sorted(params.items())) + ")"
+    """``(parallel=True)``, as a tuning candidate's label writes it; ``""`` for
+    none."""
+    inner = ", ".join(f"{k}={v!r}" for k, v in sorted(params.items()))
+    return f"({inner})" if inner else ""
 
 
 def run(output: Path, settings: Settings = Settings()) -> int:
@@ -204,6 +258,7 @@ def run(output: Path, settings: Settings = Settings()) -> int:
                 n_runs=settings.n_runs,
                 target_spread=settings.target_spread,
                 time_budget_s=settings.time_budget_s,
+                settle_s=settings.settle_s,
                 progress=progress,
                 plan=plan,
             )
@@ -218,7 +273,7 @@ def run(output: Path, settings: Settings = Settings()) -> int:
     print()
     print(render(list(results.values()), combined, report))
     print()
-    print(tuned_dispatch(settings))
+    print(tuned_dispatch(settings, table=combined))
     output.mkdir(parents=True, exist_ok=True)
     json_path = combined.save(output / "results.json")
     png_path = combined.plot(output / "results.png", y="median_ms")

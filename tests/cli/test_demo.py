@@ -33,8 +33,25 @@ def test_demo_prints_tables_and_writes_json_and_png(tmp_path, run_env):
     lines = [line for line in proc.stdout.splitlines() if line != f"  {out}"]
     assert [line for line in lines if len(line) > 100] == []  # a path can be longer
     assert "Warp CUDA warning" not in proc.stderr
+    # Issue 37: the headline is the ratio to jax_raw within the run; each table
+    # names the launch parameters that ran, and the dispatch footer agrees with it.
+    assert (
+        "polykernel.catalog.scaled_add on cpu: speed-up vs jax_raw, round by round "
+        "(median ms per call)" in proc.stdout
+    )
+    table = proc.stdout[proc.stdout.index("== polykernel.catalog.scaled_add ==") :]
+    table = table[: table.index("== polykernel.catalog.csrmv ==")]
+    assert "launch parameters (tuned: " in table and "  numba: parallel=" in table
+    footer = proc.stdout[proc.stdout.index("== dispatch: scaled_add") :]
+    assert footer.count("column in the table above") == 2, footer
+    assert footer.count("tuning it again here (not saved)") == 2, footer
     records = json.loads((out / "results.json").read_text())
     assert records
+    numba = [r for r in records["records"] if r["backend"] == "numba"]
+    sources = {r["primitive"]: r["launch_source"] for r in numba}
+    assert sources["polykernel.catalog.scaled_add"] in ("tuned", "default")
+    assert sources["polykernel.catalog.lif_step"] is None  # no launch parameters
+    assert all(r["paired_base"] == "jax_raw" and r["paired_ratio"] for r in numba)
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     machine = json.loads((out / "machine.json").read_text())
     assert machine["gpus"] == [] and machine["cores"] >= 1
@@ -63,3 +80,39 @@ def test_machine_info_names_the_machine_and_versions():
     assert info["versions"]["jax"] and info["versions"]["numpy"]
     assert info["gpus"] == []  # the suite runs with JAX_PLATFORMS=cpu
     json.dumps(info)  # JSON-ready
+
+
+def _record(backend, label, params):
+    from polykernel import BenchmarkRecord
+
+    return BenchmarkRecord("cpu", backend, label, median_ms=1.0, primitive="p",
+                           launch_params=params, launch_source="tuned")  # fmt: skip
+
+
+def test_the_dispatch_footer_says_whether_the_table_ran_the_same_kernel():
+    from types import SimpleNamespace as NS
+
+    from polykernel.benchmark import BenchmarkResult
+    from polykernel.demo import _as_in_table, _retuned
+
+    table = BenchmarkResult([_record("numba", "n=1", {"parallel": True})])
+    same = NS(backend="numba", params={"parallel": True})
+    other = NS(backend="numba", params={"parallel": False})
+    assert _as_in_table(table, "p", "n=1", same) == (
+        ", as its numba column in the table above"
+    )
+    assert _as_in_table(table, "p", "n=1", other) == (
+        "; the table's numba column ran (parallel=True)"
+    )
+    assert _as_in_table(table, "p", "n=2", same) == ""  # not in the table
+
+    def measured(label, ratio):
+        return NS(candidate=NS(label=label), status="ok", ratio=ratio)
+
+    winner = measured("cuda_raw(grain=65536)", 1.0)
+    case = NS(winner=winner, measured=[winner, measured("numba(parallel=True)", 1.2)])
+    assert _retuned(case, "numba(parallel=True)") == (
+        "tuning it again here (not saved): cuda_raw(grain=65536) wins; "
+        "numba(parallel=True) takes 1.20x its time"
+    )
+    assert _retuned(case, "cuda_raw(grain=65536)").endswith("wins, the same pick")

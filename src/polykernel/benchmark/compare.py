@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Comparison", "compare_outputs", "pick_reference"]
+from ..errors import BenchmarkMismatchWarning
 
+__all__ = ["Comparison", "check_outputs", "compare_outputs", "pick_reference"]
 
 
 @dataclass(frozen=True)
@@ -85,3 +87,30 @@ def compare_outputs(out: Any, ref: Any, *, rtol: float, atol: float) -> Comparis
             matches = False
             details.append(f"output {i}: max |diff| {d:.4g}")
     return Comparison(matches, worst, "; ".join(details))
+
+
+def check_outputs(records, outputs, cfg, name, rtol, atol, reference) -> None:
+    """Compare each successful record's output of one config with the reference's
+    (:func:`pick_reference`); record the outcome on the records and warn
+    (``BenchmarkMismatchWarning``) for each disagreement."""
+    ok = [r.backend for r in records if r.success]
+    ref = pick_reference(ok, reference)
+    if ref is None or len(ok) < 2:
+        return
+    for rec in records:
+        if not rec.success:
+            continue
+        rec.reference_backend = ref
+        if rec.backend == ref:
+            continue
+        cmp = compare_outputs(outputs[rec.backend], outputs[ref], rtol=rtol, atol=atol)
+        rec.matches_reference, rec.max_abs_diff = cmp.matches, cmp.max_abs_diff
+        if not cmp.matches:
+            warnings.warn(  # stacklevel: the caller of run_benchmark
+                f"benchmark of '{name}', config '{cfg.name}': backend "
+                f"'{rec.backend}' disagrees with reference '{ref}' ({cmp.detail}; "
+                f"rtol={rtol}, atol={atol}). The mismatch is recorded in "
+                "BenchmarkResult.mismatches.",
+                BenchmarkMismatchWarning,
+                stacklevel=4,
+            )

@@ -17,13 +17,14 @@ the same length, index ``r`` from round ``r`` of the kept window).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from .record import relative_iqr
 
-__all__ = ["fastest_paired", "ratio_to"]
+__all__ = ["fastest_paired", "pair_records", "ratio_to"]
 
 
 def fastest_paired(times: Mapping[str, Sequence[float]]) -> str | None:
@@ -67,3 +68,26 @@ def ratio_to(
 
 def _rounds(times: Mapping[str, Sequence[float]]) -> int:
     return min((len(t) for t in times.values()), default=0)
+
+
+def pair_records(
+    records: Iterable[Any], times: Mapping[str, Sequence[float]], base: str | None
+) -> None:
+    """Set ``paired_base``, ``paired_ratio`` and ``paired_spread`` of each timed
+    record (a :class:`~.record.BenchmarkRecord` of one case) from the per-round
+    ``times`` of its backend and of ``base``'s, timed in the same rounds.
+
+    Example:
+        >>> from polykernel import BenchmarkRecord
+        >>> from polykernel.benchmark.paired import pair_records
+        >>> rec = BenchmarkRecord("cpu", "b", "n=1")
+        >>> pair_records([rec], {"a": [1.0, 2.0], "b": [0.5, 1.0]}, "a")
+        >>> rec.paired_base, rec.paired_ratio, rec.paired_spread
+        ('a', 0.5, 0.0)
+    """
+    if base is None or not times.get(base):
+        return
+    for rec in records:
+        if rec.success and times.get(rec.backend):
+            ratio, spread = ratio_to(times, rec.backend, base)
+            rec.paired_base, rec.paired_ratio, rec.paired_spread = base, ratio, spread

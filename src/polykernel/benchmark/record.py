@@ -162,6 +162,17 @@ class BenchmarkRecord:
         n_sampled: Timed runs in all; the statistics are those of ``n``
             consecutive ones (the last window, or the steadiest half when the
             bound was not reached); ``0`` if unknown.
+        paired_base: The backend ``paired_ratio`` is relative to: the case's
+            reference (``jax_raw`` where registered), timed in the same rounds.
+        paired_ratio: This backend's time divided by ``paired_base``'s, round by
+            round, the median over the rounds (a machine-wide change of speed
+            during the run cancels in it); ``None`` if not measured so.
+        paired_spread: The IQR / median of those per-round ratios.
+        launch_params: The launch parameters the call was lowered with (what
+            ``op.dispatch(..., backend=...)`` decided).
+        launch_source: Why those: ``"tuned"`` (a tuned table's entry, yours or
+            shipped), ``"given"`` (the call passed them), ``"default"`` (each
+            parameter's first candidate); ``None``: no parameters, or unknown.
 
     Example:
         >>> from polykernel import BenchmarkRecord
@@ -197,6 +208,11 @@ class BenchmarkRecord:
     spread_bound: float | None = None
     stopped_by: str | None = None
     n_sampled: int = 0
+    paired_base: str | None = None
+    paired_ratio: float | None = None
+    paired_spread: float | None = None
+    launch_params: dict[str, Any] = field(default_factory=dict)
+    launch_source: str | None = None
 
     @classmethod
     def from_stats(cls, stats: TimingStats, **kw: Any) -> BenchmarkRecord:

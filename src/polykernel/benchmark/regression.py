@@ -2,37 +2,74 @@
 
 ``polykernel benchmark --compare OLD.json --fail-above 1.10`` matches the records of
 the run with those of ``OLD.json`` by (primitive, platform, backend, config) and
-prints ``new / old`` of each one's median (the mean where a file has no median): a
-ratio above ``fail_above`` is a regression, and the command then exits 1; so is a
-record the old file timed that fails in this run. Records only one side has are
-listed apart; a regression within the noise
-of either run (its IQR / median) is marked so, since no gate should trust a noisy
-median blindly.
+prints the *change* of each, ``new / old``; the command exits 1 when a change is
+above ``fail_above`` beyond the measured spread of both runs, or a record the old
+file timed fails in this run. Records only one side has are listed apart.
+
+What is compared (``relative_to``):
+
+* a time *relative to a reference backend timed in the same run* (``jax_raw``):
+  each record's ``paired_ratio`` — its time over the reference's, round by round
+  (:mod:`.paired`) — or, for files without it, the ratio of the two medians. Two
+  runs of identical code on a shared machine can differ by 1.5x in every time (a
+  busier machine, another CPU clock), but alike for the kernel and its reference,
+  so the ratio cancels that shift and keeps what the code changed. The reference's
+  own records are listed, not judged (its ratio to itself is 1), unless it is the
+  only backend of its case.
+* the time itself (``relative_to=None``, or where a case has no reference timed in
+  both files).
+
+"Beyond the spread": each value comes with its spread (IQR / median of the times,
+or of the per-round ratios); a change counts only when even the new run's lower
+quartile over the old run's upper quartile (``low``) is above ``fail_above``. A
+change above it at the medians only is shown as *within spread* and does not fail.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["Comparison", "compare_records", "format_comparison"]
+__all__ = ["AUTO", "Comparison", "compare_records", "format_comparison"]
 
 WIDTH = 100
-NAME = 54  # the key column
+NAME = 42  # the backend / config column
 FAILED_NOW = "timed in the old file, failed in this run"
+#: ``relative_to``: the reference each case was timed against (``jax_raw`` where
+#: registered), where both files hold it.
+AUTO = "auto"
+#: A spread (IQR / median) from which a value says nothing (printed ``noisy``).
+USELESS_SPREAD = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-    """One matched record: its key, the old and new per-call ms and ``ratio``
-    (new / old); ``noisy`` when either run's spread exceeds the change itself."""
+    """One matched record: its key, the old and new per-call ms, ``ratio`` (the
+    change, new / old, of what was compared: the time, or with ``base`` the time
+    relative to ``base``'s in the same run), ``noisy`` when the change is within
+    the spread of the two runs, ``old_value``/``new_value`` (what was compared),
+    ``spread`` (the two runs' spreads added), ``low`` (the change from the new
+    run's lower quartile to the old run's upper one) and ``judged`` (False for the
+    reference's own records when comparing relative to it)."""
 
     key: tuple[str, str, str, str]
     old_ms: float
     new_ms: float
     ratio: float
     noisy: bool
+    base: str | None = None
+    old_value: float | None = None
+    new_value: float | None = None
+    spread: float = 0.0
+    low: float | None = None
+    judged: bool = True
+
+    def slower(self, fail_above: float) -> bool:
+        """Whether this record is slower than ``fail_above`` beyond the spread."""
+        low = self.ratio if self.low is None else self.low
+        return self.judged and low > fail_above
 
 
 def _key(record: Any) -> tuple[str, str, str, str]:
@@ -46,11 +83,71 @@ def _ms(record: Any) -> float | None:
     return float(value)
 
 
+def _spread(record: Any) -> float:
+    return float(record.relative_iqr or 0.0)
+
+
+def _base_of(case: tuple[str, str, str], before: dict, after: dict, wanted):
+    """The backend the records of ``case`` are compared relative to, or None."""
+    if wanted is None:
+        return None
+    timed = [
+        b
+        for (p, pl, b, label), rec in after.items()
+        if (p, pl, label) == case
+        and _ms(rec) is not None
+        and (p, pl, b, label) in before
+        and _ms(before[(p, pl, b, label)]) is not None
+    ]
+    if wanted == AUTO:
+        from ..backends import reference_backends
+
+        references = reference_backends()
+        wanted = next((b for b in timed if b in references), None)
+    # Nothing else timed in both: the reference alone is judged by its times.
+    return wanted if wanted in timed and len(timed) > 1 else None
+
+
+def _relative(rec: Any, base_rec: Any) -> tuple[float, float]:
+    """``(value, spread)`` of ``rec``'s time relative to ``base_rec``'s."""
+    if rec.paired_base == base_rec.backend and rec.paired_ratio:
+        return float(rec.paired_ratio), float(rec.paired_spread or 0.0)
+    ms, base_ms = _ms(rec), _ms(base_rec)
+    assert ms is not None and base_ms is not None  # both timed: checked before
+    return ms / base_ms, _spread(rec) + _spread(base_rec)
+
+
+def _compare(key, a, b, base, before, after) -> Comparison:
+    old_ms, new_ms = _ms(a), _ms(b)
+    assert old_ms is not None and new_ms is not None
+    judged = base is None or key[2] != base
+    if base is not None and judged:
+        base_key = (key[0], key[1], base, key[3])
+        old, s_old = _relative(a, before[base_key])
+        new, s_new = _relative(b, after[base_key])
+    else:
+        old, s_old, new, s_new = old_ms, _spread(a), new_ms, _spread(b)
+    change = new / old
+    # The new run's lower quartile over the old run's upper one (about).
+    low = change * max(1 - s_new / 2, 0.0) / (1 + s_old / 2)
+    spread = s_old + s_new
+    noisy = abs(change - 1) <= spread / 2 or spread / 2 >= USELESS_SPREAD
+    return Comparison(
+        key, old_ms, new_ms, change, noisy, base if judged else None,
+        old, new, spread, low, judged,
+    )  # fmt: skip
+
+
 def compare_records(
-    old: Iterable[Any], new: Iterable[Any]
+    old: Iterable[Any], new: Iterable[Any], *, relative_to: str | None = None
 ) -> tuple[list[Comparison], list[str]]:
     """``(matched, unmatched)``: a :class:`Comparison` per record both runs timed,
     and a line per record only one side timed.
+
+    ``relative_to``: ``None`` compares times; a backend name compares each time
+    relative to that backend's in the same run and case, where both files timed
+    it (else the time); :data:`AUTO` does so with the case's reference backend
+    (``jax_raw``), what ``polykernel benchmark --compare`` does by default.
 
     Example:
         >>> from polykernel import BenchmarkRecord
@@ -63,6 +160,7 @@ def compare_records(
     """
     before = {_key(r): r for r in old}
     after = {_key(r): r for r in new}
+    bases: dict[tuple[str, str, str], str | None] = {}
     matched, unmatched = [], []
     for key in sorted(set(before) | set(after)):
         a, b = before.get(key), after.get(key)
@@ -79,31 +177,86 @@ def compare_records(
                 where = "not timed in the old file"
             unmatched.append(f"{' / '.join(key)}: {where}")
             continue
-        assert a is not None and b is not None  # both timed: both present
-        ratio = new_ms / old_ms
-        spreads = [r.relative_iqr or 0.0 for r in (a, b)]
-        matched.append(
-            Comparison(key, old_ms, new_ms, ratio, abs(ratio - 1) <= max(spreads))
-        )
+        case = (key[0], key[1], key[3])
+        if case not in bases:
+            bases[case] = _base_of(case, before, after, relative_to)
+        matched.append(_compare(key, a, b, bases[case], before, after))
     return matched, unmatched
+
+
+def _value(c: Comparison, value: float | None, ms: float) -> str:
+    if c.base is None or value is None:
+        return f"{ms:.4g} ms"
+    return f"{value:.4g}x"
+
+
+def _flag(c: Comparison, fail_above: float | None) -> str:
+    if not c.judged:
+        return "reference"
+    if fail_above is None or c.ratio <= fail_above:
+        return ""
+    return "SLOWER" if c.slower(fail_above) else "within spread"
+
+
+def _legend(matched: Sequence[Comparison], fail_above: float | None) -> list[str]:
+    bases = sorted({c.base for c in matched if c.base is not None})
+    text = "change: new / old"
+    if bases:
+        text += (
+            f" of each time over {', '.join(bases)}'s in the same run (the values "
+            "with x; a change of the whole machine's speed cancels), else of the "
+            "time"
+        )
+    text += "; spread: both runs' IQR / median, half of their sum"
+    flags = {_flag(c, fail_above) for c in matched}
+    if "SLOWER" in flags:  # only the flags shown are explained
+        text += (
+            f"; SLOWER (fails the gate): above {fail_above:g} beyond that spread "
+            "(new lower quartile / old upper quartile)"
+        )
+    if "within spread" in flags:
+        text += f"; within spread: above {fail_above:g} at the medians only"
+    if any(not c.judged for c in matched):
+        text += "; reference: the base itself, not judged"
+    return textwrap.wrap(text, WIDTH)
+
+
+def _rows(matched: Sequence[Comparison], fail_above: float | None) -> list[str]:
+    """One block per primitive and platform (worst first), a line per record."""
+    groups: dict[tuple[str, str], list[Comparison]] = {}
+    for c in sorted(matched, key=lambda c: (not c.judged, -c.ratio)):
+        groups.setdefault(c.key[:2], []).append(c)
+    lines = []
+    for (primitive, platform), mine in groups.items():
+        lines.append(f"{primitive} on {platform}:")
+        for c in mine:
+            name = f"{c.key[2]} / {c.key[3]}"
+            if len(name) > NAME:  # its own line: nothing is cut
+                lines.append(f"  {name}")
+                name = ""
+            half = c.spread / 2
+            spread = "noisy" if half >= USELESS_SPREAD else f"±{half:.0%}"
+            old = _value(c, c.old_value, c.old_ms)
+            new = _value(c, c.new_value, c.new_ms)
+            line = f"  {name:<{NAME}} {old:>12} {new:>12} {c.ratio:6.2f}x {spread:>6}"
+            lines.append(f"{line} {_flag(c, fail_above)}".rstrip())
+    return lines
 
 
 def format_comparison(
     matched: Sequence[Comparison], unmatched: Sequence[str], fail_above: float | None
 ) -> str:
-    """A table of at most 100 columns: one line per matched record, worst first."""
-    # 54 + 3 numbers (29) + the longest flag (15) = 98 columns: nothing is cut.
+    """A table of at most 100 columns: one block per primitive and platform, a line
+    per matched record (worst first), a legend, the records only one side timed."""
+    # 2 + 42 + old, new (12 each: "0.0004176 ms") + change (7) + spread (6) + the
+    # longest flag (13) with the spaces between them: 99 columns.
     lines = [
-        f"{'primitive / platform / backend / config':<{NAME}} {'old ms':>9} "
-        f"{'new ms':>9} {'new/old':>8}"
+        f"  {'backend / config':<{NAME}} {'old':>12} {'new':>12} {'change':>7} "
+        f"{'spread':>6}"
     ]
-    for c in sorted(matched, key=lambda c: -c.ratio):
-        flag = ""
-        if fail_above is not None and c.ratio > fail_above:
-            flag = " SLOWER (noisy)" if c.noisy else " SLOWER"
-        name = " / ".join(c.key)
-        name = name if len(name) <= NAME else name[: NAME - 1] + "…"
-        line = f"{name:<{NAME}} {c.old_ms:9.4f} {c.new_ms:9.4f} {c.ratio:7.2f}x{flag}"
-        lines.append(line[:WIDTH])
-    lines += [line[:WIDTH] for line in unmatched]
+    lines += _rows(matched, fail_above)
+    if matched:
+        lines += _legend(matched, fail_above)
+    for line in unmatched:
+        lines += textwrap.wrap(line, WIDTH, subsequent_indent="  ")
     return "\n".join(lines)

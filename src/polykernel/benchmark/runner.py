@@ -15,72 +15,23 @@ from __future__ import annotations
 import math
 import sys
 import time
-import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from ..errors import (
-    BenchmarkDataFnNotProvidedError,
-    BenchmarkMismatchWarning,
-    BenchmarkTypeError,
-    BenchmarkValueError,
-)
-from ..platforms import PLATFORMS
-from .compare import compare_outputs, pick_reference
+from ..errors import BenchmarkTypeError, BenchmarkValueError
+from .compare import check_outputs, pick_reference
 from .config import BenchmarkConfig
 from .defaults import kernel_set
+from .launch import launch_of
 from .machine import LoadMonitor, machine_info
+from .paired import pair_records
+from .plan import BenchmarkPlan, check_plan, plan_benchmark
 from .record import BenchmarkRecord, compute_stats
 from .result import BenchmarkResult
 from .sampling import Sampled, StopRule, check_rule, sample_interleaved
 from .timing import check_counts
 
 __all__ = ["BenchmarkPlan", "plan_benchmark", "run_benchmark"]
-
-
-def _select_backends(kernel: Any, platform: str, backends: Any) -> list[str]:
-    name = kernel.name
-    available = list(kernel.available_backends(platform))
-    if not available:
-        registered = {p: list(kernel.available_backends(p)) for p in PLATFORMS}
-        registered = {p: b for p, b in registered.items() if b}
-        raise BenchmarkValueError(
-            f"XLACustomKernel '{name}'.benchmark: no backend is registered for "
-            f"platform '{platform}' (registered: {registered or 'none'}). Register "
-            f"a kernel for '{platform}' or benchmark another platform."
-        )
-    if backends is None:
-        return available
-    wanted = [backends] if isinstance(backends, str) else list(backends)
-    unknown = [b for b in wanted if b not in available]
-    if unknown or not wanted:
-        raise BenchmarkValueError(
-            f"XLACustomKernel '{name}'.benchmark: backends={wanted!r} not all "
-            f"registered for platform '{platform}' (registered: {available})."
-        )
-    return wanted
-
-
-def _configs(kernel: Any, platform: str) -> list[BenchmarkConfig]:
-    name = kernel.name
-    returned = kernel.benchmark_data_function(platform=platform)
-    try:
-        configs = list(returned)
-    except TypeError:
-        raise BenchmarkTypeError(
-            f"XLACustomKernel '{name}'.benchmark: the benchmark data function must "
-            f"return a non-empty list of BenchmarkConfig, got "
-            f"{type(returned).__name__}: {returned!r}."
-        ) from None
-    bad = [type(c).__name__ for c in configs if not isinstance(c, BenchmarkConfig)]
-    if bad or not configs:
-        got = f"items of type {sorted(set(bad))}" if bad else "an empty list"
-        raise BenchmarkTypeError(
-            f"XLACustomKernel '{name}'.benchmark: the benchmark data function must "
-            f"return a non-empty list of BenchmarkConfig, got {got}."
-        )
-    return configs
 
 
 def _device(platform: str) -> Any:
@@ -108,28 +59,56 @@ def _block(x: Any) -> Any:
 # slower state (caches, pages, the CPU's clock), which a steady first window would
 # otherwise record as the answer.
 ADAPTIVE_WARMUP_S = 0.2
+#: ``settle_s`` of ``polykernel benchmark`` and the demo: longer than a thread pool
+#: spins after its last parallel region (an OpenMP pool about 8 ms after a Numba
+#: ``parallel=True`` kernel here, XLA's about 2 ms), as the tuner settles.
+SETTLE_S = 12e-3
+#: At most this many settling calls before one interval.
+MAX_SETTLE_CALLS = 1000
 
 
-def _prepare(kernel, cfg, backend, args, common) -> tuple[Callable, float, Any]:
-    """Jit the call on ``backend``; time its first call; run the warm-up calls."""
+def _prepare(kernel, cfg, backend, args, common) -> tuple[Callable, float, Any, int]:
+    """Jit the call on ``backend``; time its first call; run the warm-up calls;
+    the number of settling calls ``common["settle_s"]`` takes (from the fastest
+    warm-up call)."""
     import jax
 
-    kw, clock = cfg.kernel_kwargs, common["clock"]
-    fn = jax.jit(lambda *a: kernel.call(*a, backend=backend, **kw))
+    clock = common["clock"]
+    fn = jax.jit(_caller(kernel, backend, cfg.kernel_kwargs))
     start = clock()
     output = _block(fn(*args))
     compile_s = clock() - start
-    for _ in range(common["n_warmup"]):
+    one = float("inf")
+    for _ in range(max(common["n_warmup"], 1 if common["settle_s"] else 0)):
+        t0 = time.perf_counter()
         _block(fn(*args))
+        one = min(one, time.perf_counter() - t0)
     if common["rule"].adaptive:
         until = time.perf_counter() + ADAPTIVE_WARMUP_S
         while time.perf_counter() < until:
             _block(fn(*args))
-    return (lambda: fn(*args)), compile_s, output
+    settle = min(MAX_SETTLE_CALLS, int(common["settle_s"] / max(one, 1e-7)))
+    return (lambda: fn(*args)), compile_s, output, settle
 
 
-def _record(cfg, backend, times_s, compile_s, rule: StopRule, sampled: Sampled):
-    stats = compute_stats(times_s)
+def _settle(settle_s: Any) -> float:
+    if isinstance(settle_s, bool) or not isinstance(settle_s, int | float):
+        raise BenchmarkTypeError(
+            f"benchmark: settle_s must be seconds, got {settle_s!r}."
+        )
+    if not 0 <= settle_s < 10:
+        raise BenchmarkValueError(
+            f"benchmark: settle_s must be >= 0 and < 10 seconds, got {settle_s!r}."
+        )
+    return float(settle_s)
+
+
+def _caller(kernel: Any, backend: str, kw: dict[str, Any]) -> Callable[..., Any]:
+    return lambda *a: kernel.call(*a, backend=backend, **kw)
+
+
+def _record(cfg, backend, compile_s, rule: StopRule, sampled: Sampled):
+    stats = compute_stats(sampled.times_s[backend])
     throughput = unit = None
     if cfg.work is not None and stats.median_ms > 0:
         throughput = cfg.work[0] / (stats.median_ms * 1e-3)
@@ -148,86 +127,10 @@ def _record(cfg, backend, times_s, compile_s, rule: StopRule, sampled: Sampled):
     )
 
 
-def _check_ready(kernel: Any) -> None:
-    # The data function is checked first: when both are missing the reference
-    # raises ValueError, and BenchmarkDataFnNotProvidedError is a ValueError too.
-    name = kernel.name
-    if kernel.benchmark_data_function is None:
-        raise BenchmarkDataFnNotProvidedError(
-            f"XLACustomKernel '{name}'.benchmark: no benchmark data function. "
-            "Register one with def_benchmark_data(fn), where fn(*, platform) returns "
-            "a list of BenchmarkConfig."
-        )
-    if kernel.call_function is None:
-        raise BenchmarkValueError(
-            f"XLACustomKernel '{name}'.benchmark: no call function. Register the "
-            "user-facing wrapper with def_call(fn); it must accept backend=."
-        )
-
-
-@dataclass(frozen=True)
-class BenchmarkPlan:
-    """What one primitive's benchmark will run: its configs on its backends.
-
-    Made before any timing so a caller benchmarking several primitives knows the
-    number of steps of the whole run up front (for one progress total).
-    """
-
-    kernel: Any
-    platform: str
-    backends: tuple[str, ...]
-    configs: tuple[BenchmarkConfig, ...]
-
-    @property
-    def steps(self) -> int:
-        """Number of (config, backend) runs."""
-        return len(self.configs) * len(self.backends)
-
-
-def plan_benchmark(
-    kernel: Any, *, platform: str, backends: Sequence[str] | str | None = None
-) -> BenchmarkPlan:
-    """Check ``kernel`` can be benchmarked and collect its configs and backends.
-
-    Raises:
-        ValueError: no ``def_call`` function, or no (or an unknown) backend.
-        BenchmarkDataFnNotProvidedError: no ``def_benchmark_data`` function.
-        TypeError: the data function returned something else than configs.
-    """
-    _check_ready(kernel)
-    chosen = _select_backends(kernel, platform, backends)
-    configs = _configs(kernel, platform)
-    return BenchmarkPlan(kernel, platform, tuple(chosen), tuple(configs))
-
-
 def _failed(cfg: BenchmarkConfig, backend: str, err: BaseException) -> BenchmarkRecord:
     msg = f"{type(err).__name__}: {err}".strip()
     nan = math.nan  # what the reference records for a failed run
     return BenchmarkRecord("", backend, cfg.name, nan, nan, nan, None, False, msg)
-
-
-def _compare(records, outputs, cfg, name, rtol, atol, reference) -> None:
-    ok = [r.backend for r in records if r.success]
-    ref = pick_reference(ok, reference)
-    if ref is None or len(ok) < 2:
-        return
-    for rec in records:
-        if not rec.success:
-            continue
-        rec.reference_backend = ref
-        if rec.backend == ref:
-            continue
-        cmp = compare_outputs(outputs[rec.backend], outputs[ref], rtol=rtol, atol=atol)
-        rec.matches_reference, rec.max_abs_diff = cmp.matches, cmp.max_abs_diff
-        if not cmp.matches:
-            warnings.warn(
-                f"benchmark of '{name}', config '{cfg.name}': backend "
-                f"'{rec.backend}' disagrees with reference '{ref}' ({cmp.detail}; "
-                f"rtol={rtol}, atol={atol}). The mismatch is recorded in "
-                "BenchmarkResult.mismatches.",
-                BenchmarkMismatchWarning,
-                stacklevel=4,
-            )
 
 
 def _verbose_line(name: str, rec: BenchmarkRecord) -> str:
@@ -241,18 +144,6 @@ def _verbose_line(name: str, rec: BenchmarkRecord) -> str:
     )
 
 
-def _check_plan(plan: BenchmarkPlan, kernel: Any, platform: str, backends) -> None:
-    wanted = [backends] if isinstance(backends, str) else backends
-    same_backends = wanted is None or tuple(wanted) == plan.backends
-    if plan.kernel is not kernel or plan.platform != platform or not same_backends:
-        raise BenchmarkValueError(
-            f"run_benchmark of '{kernel.name}' on '{platform}': the plan was made "
-            f"for '{plan.kernel.name}' on '{plan.platform}' with backends "
-            f"{list(plan.backends)}; pass plan_benchmark(kernel, platform=...) of "
-            "the same kernel, platform and backends."
-        )
-
-
 def _run_config(plan, cfg, device, common, catch_errors, verbose, progress):
     """Every backend of ``plan`` on one config: its records and outputs.
 
@@ -261,14 +152,14 @@ def _run_config(plan, cfg, device, common, catch_errors, verbose, progress):
     """
     name, rule = plan.kernel.name, common["rule"]
     args = cfg.put_args(device).args
-    calls, compile_s, outputs, failed = {}, {}, {}, {}
+    calls, compile_s, outputs, failed, settle = {}, {}, {}, {}, {}
     for backend in plan.backends:
         if progress is not None:
             progress.advance(name, cfg.name, backend)
         try:
-            calls[backend], compile_s[backend], outputs[backend] = _prepare(
-                plan.kernel, cfg, backend, args, common
-            )
+            prepared = _prepare(plan.kernel, cfg, backend, args, common)
+            calls[backend], compile_s[backend], outputs[backend] = prepared[:3]
+            settle[backend] = prepared[3]
         except Exception as err:
             if not catch_errors:
                 raise
@@ -280,26 +171,29 @@ def _run_config(plan, cfg, device, common, catch_errors, verbose, progress):
         clock=common["clock"],
         block=_block,
         catch_errors=catch_errors,
+        n_settle=settle,
     )
     for backend, err in sampled.errors.items():
         failed[backend], outputs[backend] = _failed(cfg, backend, err), None
     records = []
     for backend in plan.backends:
         rec = failed.get(backend) or _record(
-            cfg,
-            backend,
-            sampled.times_s[backend],
-            compile_s[backend],
-            rule,
-            sampled,
+            cfg, backend, compile_s[backend], rule, sampled
         )
         rec.platform, rec.primitive = plan.platform, name
         rec.kernel_kwargs = dict(cfg.kernel_kwargs)
         rec.data_kwargs = dict(cfg.data_kwargs)
         rec.n_batch_per_run = common["n_batch_per_run"]
+        if rec.success:  # the decision its lowering made: what ran, and why
+            call = _caller(plan.kernel, backend, cfg.kernel_kwargs)
+            launch = launch_of(plan.kernel, call, args, plan.platform)
+            rec.launch_params, rec.launch_source = launch
         records.append(rec)
-        if verbose:
-            print(_verbose_line(name, rec), file=sys.stdout, flush=True)
+    # Each backend's time over the reference's, round by round (see .paired).
+    base = pick_reference(list(sampled.times_s), common["reference"])
+    pair_records(records, sampled.times_s, base)
+    for rec in records if verbose else ():
+        print(_verbose_line(name, rec), file=sys.stdout, flush=True)
     return records, outputs
 
 
@@ -323,6 +217,7 @@ def run_benchmark(
     target_spread: float | None = None,
     time_budget_s: float = 2.0,
     max_runs: int | None = None,
+    settle_s: float = 0.0,
 ) -> BenchmarkResult:
     """Benchmark every backend of ``kernel`` on ``platform`` over its configs.
 
@@ -335,21 +230,26 @@ def run_benchmark(
     primitives announces the total of the whole run once).
 
     How long each case is timed: the backends of a config are timed together,
-    interleaved (one interval of each per round, in an order balanced over
-    rounds), for
-    ``n_runs`` rounds. With ``target_spread`` (a bound on IQR / median, e.g.
-    ``0.05``) each backend is first warmed up for at least 0.2 s, and rounds go
-    on until the last ``n_runs`` of them are steady — every
-    backend within the bound — or ``time_budget_s`` seconds of rounds (at least
-    three times the first ``n_runs`` rounds' time) are spent, or ``max_runs``
-    (default 10 000) rounds ran; the statistics are those of that window (when
-    the bound was not reached, of the steadiest stretch of half the rounds: a
-    burst of load elsewhere drops out), a
+    interleaved (one interval of each per round, in an order balanced over rounds),
+    for ``n_runs`` rounds. With ``target_spread`` (a bound on IQR / median, e.g.
+    ``0.05``) each backend is first warmed up for at least 0.2 s, and rounds go on
+    until the last ``n_runs`` of them are steady — every backend within the bound —
+    or ``time_budget_s`` seconds of rounds (at least three times the first
+    ``n_runs`` rounds' time) are spent, or ``max_runs`` (default 10 000) rounds ran;
+    the statistics are those of that window (when the bound was not reached, of the
+    steadiest stretch of half the rounds: a burst of load elsewhere drops out), a
     record still above its bound is noisy (``record.noisy``, in words
     ``record.noise_note``) and ``record.n_sampled`` counts every round. Without it
     (the default, as the reference) exactly ``n_runs`` rounds run and noisy means
     IQR above 10 % of the median. ``record.stopped_by`` says which rule ended a
-    case. The result's ``environment`` holds the machine and the load the run met.
+    case; ``record.paired_ratio`` is its time over the reference's, round by round
+    (``paired_spread`` its spread); ``record.launch_params`` and ``launch_source``
+    say which launch parameters ran and why. The result's ``environment`` holds
+    the machine and the load the run met. With ``settle_s`` (e.g. ``SETTLE_S``,
+    12 ms), each timed interval of a backend follows that many seconds of its own
+    calls, untimed: it is timed as a loop calling it sees it (its threads awake,
+    its data in cache), never while the previous backend's thread pool still spins
+    on the cores, which on a small machine can double a time or halve it.
 
     Raises:
         BenchmarkDataFnNotProvidedError: no ``def_benchmark_data`` function.
@@ -379,10 +279,11 @@ def run_benchmark(
         if progress is not None:
             progress.add_total(plan.steps)
     else:
-        _check_plan(plan, kernel, platform, backends)
+        check_plan(plan, kernel, platform, backends)
     device = _device(platform)
     common = {"n_warmup": n_warmup, "rule": rule, "clock": clock}
-    common["n_batch_per_run"] = n_batch_per_run
+    common |= {"n_batch_per_run": n_batch_per_run, "reference": reference_backend}
+    common["settle_s"] = _settle(settle_s)
     load = LoadMonitor().start()
     records: list[BenchmarkRecord] = []
     for cfg in plan.configs:
@@ -390,7 +291,9 @@ def run_benchmark(
             plan, cfg, device, common, catch_errors, verbose, progress
         )
         if compare_results:
-            _compare(cfg_records, outputs, cfg, name, rtol, atol, reference_backend)
+            check_outputs(
+                cfg_records, outputs, cfg, name, rtol, atol, reference_backend
+            )
         records.extend(cfg_records)
     environment = {"machine": machine_info(), "load": load.stop()}
     result = BenchmarkResult(records, primitive_name=name, environment=environment)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ..errors import BenchmarkValueError
 from .compare import pick_reference
+from .launchnotes import launch_lines
 from .ranking import fastest_per_config, is_known, mismatches, rank_field, rank_ms
 from .record import NOISE_THRESHOLD, BenchmarkRecord, runs_note
 from .rows import format_si
@@ -39,18 +40,42 @@ def _time_text(value: float | None) -> str:
     return "nan" if value is None else f"{value:.4g}"
 
 
-def _cell(rec: BenchmarkRecord | None, base_ms: float | None, field: str, best: bool):
+def _speedup(rec: BenchmarkRecord, base_ms: float | None, base: str | None, ms):
+    """The baseline's time over ``rec``'s: round by round where both were timed in
+    the same rounds (``paired_ratio``: a change of the machine's speed during the
+    case cancels), else the ratio of their times; None when unknown."""
+    if rec.backend == base:
+        return 1.0
+    if rec.paired_base == base and is_known(rec.paired_ratio) and rec.paired_ratio:
+        return 1.0 / rec.paired_ratio
+    return base_ms / ms if base_ms and ms else None
+
+
+def _noisy(rec: BenchmarkRecord, ratios: bool) -> bool:
+    """Noisy by its time's spread, or (``ratios``: the speed-up is the headline)
+    by the spread of its ratio to the baseline, round by round, where known."""
+    if ratios and is_known(rec.paired_spread):
+        return (rec.paired_spread or 0.0) > rec.noise_bound
+    return rec.noisy
+
+
+def _cell(rec, base_ms, field: str, best: bool, base: str | None, ratios: bool):
     if rec is None:
         return "-"
     if not rec.success:
         return "FAILED"
     ms = rank_ms(rec, field)
-    text = _time_text(ms)
-    if base_ms and ms:
-        text += f" ({base_ms / ms:.2f}x)"
-    if is_known(rec.throughput) and rec.throughput_unit:
-        text += f" {format_si(rec.throughput, rec.throughput_unit)}"
-    marks = ("*" if best else "") + ("!" if rec.noisy else "")
+    speedup = _speedup(rec, base_ms, base, ms)
+    if ratios:
+        text = "nan" if speedup is None else f"{speedup:.2f}x"
+        text += f" ({_time_text(ms)} ms)"
+    else:
+        text = _time_text(ms)
+        if speedup is not None and rec.backend != base:
+            text += f" ({speedup:.2f}x)"
+        if is_known(rec.throughput) and rec.throughput_unit:
+            text += f" {format_si(rec.throughput, rec.throughput_unit)}"
+    marks = ("*" if best else "") + ("!" if _noisy(rec, ratios) else "")
     marks += "x" if rec.matches_reference is False else ""
     return f"{text} {marks}".rstrip()
 
@@ -91,18 +116,23 @@ def _render_within(rows: list[list[str]], fixed: int, width: int | None) -> list
     return out
 
 
-def _legend(records: Sequence[BenchmarkRecord]) -> str:
+def _legend(records: Sequence[BenchmarkRecord], ratios: bool) -> str:
     bounds = {r.noise_bound for r in records if r.success} or {NOISE_THRESHOLD}
     noisy = (
         f"IQR > {bounds.pop():.0%} of median" if len(bounds) == 1 else "IQR over bound"
     )
+    noisy = f"the ratio's {noisy}" if ratios else noisy
     return f"* fastest   ! noisy ({noisy})   x output differs from the reference"
 
 
 def _footer(
-    records: Sequence[BenchmarkRecord], field: str, width: int | None
+    records: Sequence[BenchmarkRecord],
+    field: str,
+    width: int | None,
+    ratios: bool = False,
+    many: bool = False,
 ) -> list[str]:
-    lines = [_legend(records)]
+    lines = [_legend(records, ratios)]
     if field == "mean_ms":
         lines.append("(times are means: not every record has a median)")
     notes: list[tuple[str, str]] = []  # (where, what)
@@ -114,33 +144,50 @@ def _footer(
                 f"{m.backend} vs {m.reference}, max |diff| = {diff}",
             )
         )
-    notes += _noisy_notes(records)
+    notes += _noisy_notes(records, ratios)
     for r in records:
         if r.success:
             continue
         first = (r.error or "").strip().splitlines()
         where = f"FAILED {r.primitive} [{r.platform}] {r.label} / {r.backend}:"
         notes.append((where, first[0] if first else "unknown error"))
-    return lines + [line for n in notes for line in _note(*n, width)]
+    lines += [line for n in notes for line in _note(*n, width)]
+    return lines + launch_lines(records, width, many)
 
 
-def _noisy_notes(records: Sequence[BenchmarkRecord]) -> list[tuple[str, str]]:
-    """One note per config with noisy times: each noisy backend's spread, in words."""
+def _spread_of(r: BenchmarkRecord, ratios: bool) -> float:
+    return (r.paired_spread if ratios and is_known(r.paired_spread) else None) or (
+        r.relative_iqr or 0.0
+    )
+
+
+def _percent(spread: float) -> str:
+    # A spread of 100 % or more says only "noisy": "435%" reads as a measurement.
+    return f"{spread:.0%}" if spread < 1 else "100%+"
+
+
+def _noisy_notes(
+    records: Sequence[BenchmarkRecord], ratios: bool = False
+) -> list[tuple[str, str]]:
+    """One note per config with noisy times (``ratios``: noisy ratios to the
+    baseline): each noisy backend's spread, in words."""
     groups: dict[tuple[str, str, str], list[BenchmarkRecord]] = {}
     for r in records:
-        if r.success and r.noisy:
+        if r.success and _noisy(r, ratios):
             groups.setdefault((r.primitive, r.platform, r.label), []).append(r)
     notes = []
     for (prim, platform, label), recs in groups.items():
-        if len(recs) == 1:
+        if len(recs) == 1 and not ratios:
             r = recs[0]
             where = f"NOISY {prim} [{platform}] {label} / {r.backend}:"
             notes.append((where, r.noise_note or ""))
             continue
-        spreads = ", ".join(f"{r.backend} {r.relative_iqr or 0:.0%}" for r in recs)
+        spreads = ", ".join(
+            f"{r.backend} {_percent(_spread_of(r, ratios))}" for r in recs
+        )
         bounds = {r.noise_bound for r in recs}
         runs = {(r.n, r.n_sampled, r.stopped_by) for r in recs}
-        what = f"IQR / median {spreads}"
+        what = f"{'ratio ' if ratios else ''}IQR / median {spreads}"
         what += f" (bound {bounds.pop():.0%})" if len(bounds) == 1 else ""
         what += runs_note(*runs.pop()) if len(runs) == 1 else ""
         notes.append((f"NOISY {prim} [{platform}] {label}:", what))
@@ -160,7 +207,22 @@ def _note(where: str, what: str, width: int | None) -> list[str]:
     return wrap.wrap(where) + body.wrap(what)
 
 
-def _rows(records, keys, base_name, field, highlight_best, many) -> list[list[str]]:
+def _best_speedup(cells, case, backends, base_name, field) -> set[int]:
+    """``{id}`` of the record of ``case`` with the largest speed-up."""
+    base = cells.get((*case, base_name))
+    base_ms = rank_ms(base, field) if base is not None else None
+    found = []
+    for b in backends:
+        rec = cells.get((*case, b))
+        if rec is not None and rec.success:
+            speedup = _speedup(rec, base_ms, base_name, rank_ms(rec, field))
+            found += [(speedup, id(rec))] if speedup is not None else []
+    return {max(found)[1]} if found else set()
+
+
+def _rows(
+    records, keys, base_name, field, highlight_best, many, ratios=False
+) -> list[list[str]]:
     """The header and one row per ``(primitive, platform, label)`` of ``keys``."""
     in_keys = set(keys)
     mine = [r for r in records if (r.primitive, r.platform, r.label) in in_keys]
@@ -176,10 +238,14 @@ def _rows(records, keys, base_name, field, highlight_best, many) -> list[list[st
         )
         base_ms = rank_ms(base, field) if base is not None else None
         row = ([prim, platform] if many else []) + [label]
+        if ratios:  # the fastest by the headline, the speed-up (round by round)
+            case = (prim, platform, label)
+            best = _best_speedup(cells, case, backends, base_name, field)
         for b in backends:
             rec = cells.get((prim, platform, label, b))
             mark = highlight_best and id(rec) in best
-            row.append(_cell(rec, None if rec is base else base_ms, field, mark))
+            base_ms_ = None if rec is base else base_ms
+            row.append(_cell(rec, base_ms_, field, mark, base_name, ratios))
         rows.append(row)
     return rows
 
@@ -190,18 +256,25 @@ def format_table(
     baseline: str | None = None,
     highlight_best: bool = True,
     width: int | None = TABLE_WIDTH,
+    *,
+    speedup_first: bool = False,
 ) -> str:
     """Render ``records`` as an aligned configs x backends table with a legend.
 
     Cells show the time per call in ms (the median; the mean when some record has
     no median, as records built the reference way), the speed-up against
-    ``baseline`` (default ``jax_raw`` when present, else the first backend), the
-    throughput when the config declared its work, and marks: ``*`` fastest, ``!``
-    noisy, ``x`` output mismatch. Noisy times are listed in words under the table
-    (``NOISY ...: IQR 23% of the median (bound 10%) after 400 runs``), failed runs
-    with their error (the cell reads ``FAILED``); an unknown time reads ``nan``.
-    No line is wider than ``width`` (``None``: no limit) unless a single config
-    and backend cell are wider: the table is split as the module says.
+    ``baseline`` (default ``jax_raw`` when present, else the first backend; taken
+    round by round where both were timed in the same rounds, ``paired_ratio``),
+    the throughput when the config declared its work, and marks: ``*`` fastest,
+    ``!`` noisy, ``x`` output mismatch. Noisy times are listed in words under the
+    table (``NOISY ...: IQR 23% of the median (bound 10%) after 400 runs``), failed
+    runs with their error (the cell reads ``FAILED``); an unknown time reads
+    ``nan``; then each backend's launch parameters and why they were chosen, where
+    records know them. No line is wider than ``width`` (``None``: no limit) unless
+    a single config and backend cell are wider: the table is split as the module
+    says. With ``speedup_first`` the speed-up leads each cell (the time follows in
+    brackets; no throughput) and ``!`` judges the spread of that ratio: the figure
+    a second run on the same machine reproduces, where times move with its load.
 
     Raises:
         ValueError: ``baseline`` is not a backend of the records.
@@ -218,7 +291,8 @@ def format_table(
     base_name = _baseline(backends, baseline)
     keys = list(dict.fromkeys((r.primitive, r.platform, r.label) for r in records))
     many = len({k[0] for k in keys}) > 1 or len({k[1] for k in keys}) > 1
-    rows = _rows(records, keys, base_name, field, highlight_best, many)
+    opts = (base_name, field, highlight_best)
+    rows = _rows(records, keys, *opts, many, speedup_first)
     body = _render(rows)
     if width is not None and max(len(line) for line in body) > width:
         if not many:
@@ -227,13 +301,16 @@ def format_table(
             body = []
             for prim, platform in dict.fromkeys(k[:2] for k in keys):
                 mine = [k for k in keys if k[:2] == (prim, platform)]
-                part = _rows(records, mine, base_name, field, highlight_best, False)
+                part = _rows(records, mine, *opts, False, speedup_first)
                 body += ["", f"{prim} on {platform}:", *_render_within(part, 1, width)]
             body = body[1:]
     stat = field.removesuffix("_ms")
     title = f"{stat} ms per call (speed-up vs baseline)"
+    if speedup_first:
+        title = f"speed-up vs {base_name}, round by round ({stat} ms per call)"
     if not many:
         title = f"{keys[0][0] or name or 'benchmark'} on {keys[0][1]}: {title}"
     elif name:
         title = f"{name}: {title}"
-    return "\n".join([title, *body, "", *_footer(records, field, width)])
+    footer = _footer(records, field, width, speedup_first, many)
+    return "\n".join([title, *body, "", *footer])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import warnings
 from typing import Any
 
@@ -26,6 +27,9 @@ __all__ = ["cmd_benchmark", "register"]
 # bound, or its time budget (seconds beyond --n-runs) is spent.
 TARGET_SPREAD = 0.10
 TIME_BUDGET_S = 2.0
+# The tuner's settling time (benchmark.runner.SETTLE_S), without importing the
+# harness before a command runs.
+SETTLE_S = 12e-3
 
 
 def fraction(text: str) -> float:
@@ -85,6 +89,15 @@ def register(sub: Any, common: Any) -> None:
         f"(default {TIME_BUDGET_S:g}; 0: none)",
     )
     p.add_argument("--n-batch-per-run", type=pos_int, default=1, metavar="N")
+    p.add_argument(
+        "--settle",
+        type=seconds,
+        default=SETTLE_S,
+        metavar="S",
+        help="seconds of a backend's own calls, untimed, before each of its timed "
+        f"calls (default {SETTLE_S:g}: longer than the previous backend's threads "
+        "spin; 0: none)",
+    )
     p.add_argument("--rtol", type=float, default=1e-3)
     p.add_argument("--atol", type=float, default=1e-3)
     p.add_argument(
@@ -126,7 +139,17 @@ def register(sub: Any, common: Any) -> None:
         type=float,
         default=None,
         metavar="RATIO",
-        help="with --compare: exit 1 when a new/old ratio exceeds RATIO (e.g. 1.10)",
+        help="with --compare: exit 1 when a new/old ratio exceeds RATIO (e.g. 1.10) "
+        "beyond the spread of both runs",
+    )
+    p.add_argument(
+        "--relative-to",
+        default="auto",
+        metavar="BACKEND",
+        help="with --compare: compare each time relative to BACKEND's in the same "
+        "run and case, so a change of the machine's speed between the runs "
+        "cancels (default auto: the reference, jax_raw, where both runs timed it; "
+        "none: the times themselves)",
     )
     p.set_defaults(handler=cmd_benchmark)
 
@@ -204,6 +227,7 @@ def _run_all(kernels: list[Any], args: Any) -> tuple[Any, list[str]]:
                         plan=plan,
                         target_spread=args.target_spread or None,
                         time_budget_s=args.time_budget,
+                        settle_s=args.settle,
                     )
                 )
             except (Exception, SystemExit) as err:  # reported; the others go on
@@ -220,26 +244,59 @@ def _load_old(args: Any) -> Any:
     if args.compare is None:
         if args.fail_above is not None:
             raise CliUsageError("--fail-above needs --compare OLD.json")
+        if args.relative_to != "auto":
+            raise CliUsageError("--relative-to needs --compare OLD.json")
         return None
     if args.fail_above is not None and not args.fail_above > 0:
         raise CliUsageError(f"--fail-above must be a ratio > 0, got {args.fail_above}")
     try:
-        return BenchmarkResult.load(args.compare).records
+        old = BenchmarkResult.load(args.compare)
     except (OSError, ValueError, TypeError) as err:
         raise CliUsageError(f"--compare {args.compare}: {failure(err)}") from err
+    have = sorted({r.backend for r in old.records})
+    if args.relative_to not in ("auto", "none", *have):
+        raise CliUsageError(
+            f"--relative-to {args.relative_to}: no record of {args.compare} has that "
+            f"backend (it has: {', '.join(have) or 'none'}); or give auto or none"
+        )
+    return old
 
 
-def _compare(old: Any, result: Any, fail_above: float | None) -> int:
-    """Print the comparison; the number of ratios above ``fail_above``."""
-    from ..benchmark.regression import FAILED_NOW, compare_records, format_comparison
+def _compare(old: Any, result: Any, args: Any) -> int:
+    """Print the comparison; the number of records slower than ``--fail-above``
+    beyond the spread (or failing now)."""
+    from ..benchmark.regression import (
+        AUTO,
+        FAILED_NOW,
+        compare_records,
+        format_comparison,
+    )
 
-    matched, unmatched = compare_records(old, result.records)
+    base = {"auto": AUTO, "none": None}.get(args.relative_to, args.relative_to)
+    matched, unmatched = compare_records(old.records, result.records, relative_to=base)
     print()
-    print(format_comparison(matched, unmatched, fail_above))
-    if fail_above is None:
+    print(textwrap.fill(f"against {args.compare}{_loads(old, result)}:", 100))
+    print(format_comparison(matched, unmatched, args.fail_above))
+    if args.fail_above is None:
         return 0
     lost = sum(line.endswith(FAILED_NOW) for line in unmatched)
-    return sum(c.ratio > fail_above for c in matched) + lost
+    return sum(c.slower(args.fail_above) for c in matched) + lost
+
+
+def _loads(old: Any, new: Any) -> str:
+    """The share of the CPUs other processes took during each run, when both files
+    know it: a kernel using every core slows down with it, whatever the gate
+    compares it with."""
+    shares = [
+        ((r.environment or {}).get("load") or {}).get("other_cpu_share")
+        for r in (old, new)
+    ]
+    if any(not isinstance(s, int | float) for s in shares):
+        return ""
+    return (
+        f" (other processes used {shares[0]:.0%} of the CPUs during its run, "
+        f"{shares[1]:.0%} during this one)"
+    )
 
 
 def cmd_benchmark(args: Any) -> int:
@@ -278,7 +335,7 @@ def cmd_benchmark(args: Any) -> int:
         f"{plural(len(kernels), 'primitive')}, {plural(len(result), 'run')}, "
         f"{n_fail} failed, {n_mis} mismatched, {len(result.noisy)} noisy"
     )
-    slower = _compare(old, result, args.fail_above) if old is not None else 0
+    slower = _compare(old, result, args) if old is not None else 0
     for line in errors:
         print(f"polykernel benchmark: error: {' '.join(line.split())}", file=sys.stderr)
     if errors:
@@ -286,8 +343,8 @@ def cmd_benchmark(args: Any) -> int:
     if slower:
         print(
             f"polykernel benchmark: error: --fail-above {args.fail_above}: "
-            f"{plural(slower, 'record')} slower than that (or failing now) "
-            f"against {args.compare}",
+            f"{plural(slower, 'record')} slower than that beyond the spread of both "
+            f"runs (or failing now) against {args.compare}",
             file=sys.stderr,
         )
         return 1

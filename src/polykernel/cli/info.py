@@ -105,7 +105,27 @@ def _print_text(info: dict[str, Any]) -> None:
     print("\nbackends:")
     for row in info["backends"]:
         mark = "yes" if row["usable"] else "no "
-        print(f"  {row['backend']:<11} {row['platform']:<12} {mark}  {row['detail']}")
+        head = f"  {row['backend']:<11} {row['platform']:<12} {mark}  "
+        print(_wrapped(head, row["detail"]))
+
+
+#: The widest line ``polykernel info`` prints (a path may still be longer).
+WIDTH = 100
+
+
+def _wrapped(head: str, detail: str) -> str:
+    """``head`` then ``detail`` wrapped within :data:`WIDTH` columns, continued
+    under the detail's first column (a detail runs to 230 columns)."""
+    import textwrap
+
+    wrap = textwrap.TextWrapper(
+        WIDTH,
+        initial_indent=head,
+        subsequent_indent=" " * len(head),
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return "\n".join(wrap.wrap(detail)) or head.rstrip()
 
 
 def cmd_info(args: Any) -> int:

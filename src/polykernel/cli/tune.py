@@ -329,4 +329,11 @@ def _where(entry: Any) -> str:
 
 
 def _fit(text: str) -> str:
-    return text if len(text) <= 100 else text[:99] + "…"
+    """``text`` wrapped within 100 columns, its continuation indented: a line cut
+    at the edge lost the machine and the shape a decision was tuned on."""
+    import textwrap
+
+    wrap = textwrap.TextWrapper(
+        100, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False
+    )
+    return "\n".join(wrap.wrap(text)) or text

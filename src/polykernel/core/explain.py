@@ -17,7 +17,27 @@ from typing import Any
 from ..dispatch import Dispatch
 from . import registry
 
-__all__ = ["explain_dispatch"]
+__all__ = ["Decisions", "explain_dispatch"]
+
+#: The widest line ``print(explain_dispatch(...))`` prints.
+WIDTH = 100
+
+
+class Decisions(list[Dispatch]):
+    """What :func:`explain_dispatch` returns: a list of decisions that prints one
+    line per decision (``str(decision)``, wrapped within 100 columns) and says
+    where the long form is (``decision.details()``)."""
+
+    def __str__(self) -> str:
+        import textwrap
+
+        if not self:
+            return "no polykernel primitive call"
+        wrap = textwrap.TextWrapper(
+            WIDTH, subsequent_indent="    ", break_long_words=False
+        )
+        lines = [out for d in self for out in wrap.wrap(str(d))]
+        return "\n".join([*lines, "(each decision's .details(): why, in full)"])
 
 
 def _equations(jaxpr: Any) -> Iterator[Any]:
@@ -34,7 +54,7 @@ def _equations(jaxpr: Any) -> Iterator[Any]:
 
 def explain_dispatch(
     fun: Callable[..., Any], *args: Any, platform: str | None = None, **kwargs: Any
-) -> list[Dispatch]:
+) -> Decisions:
     """The dispatch of every polykernel primitive call ``fun(*args, **kwargs)`` makes.
 
     Args:
@@ -54,13 +74,19 @@ def explain_dispatch(
         [('jax_raw', 'default')]
 
         ``'default'``: nothing is tuned for this primitive yet (``op.tune()``).
+        Printed, the list is one line per decision; each decision's
+        ``.details()`` says why in full:
+
+        >>> print(explain_dispatch(double, jnp.ones(4)))
+        docs.explain_double on cpu: jax_raw() [default]
+        (each decision's .details(): why, in full)
     """
     import functools
 
     import jax
 
     closed = jax.make_jaxpr(functools.partial(fun, **kwargs))(*args)
-    decisions = []
+    decisions: Decisions = Decisions()
     for eqn in _equations(closed.jaxpr):
         if "outs" not in eqn.params:
             continue

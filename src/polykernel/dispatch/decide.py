@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import KernelFallbackExhaustedError, UnknownBackendError
-from . import values
+from . import describe, values
 from .lookup import Registered, relevant, saved_default, stale_reason, tuned_entry
 from .precedence import Reason, level_of
 from .records import Choice, Entry, Key
@@ -96,6 +96,18 @@ class Dispatch:
             f"{self.primitive} on {self.platform}: {self.backend}"
             f"({params}) [{self.reason.value}]{where}{stale}{job}"
         )
+
+    def __repr__(self) -> str:
+        # One line: the dataclass repr printed the entry with every candidate it
+        # measured (some 2,000 characters); the long form is details().
+        return describe.short(self)
+
+    def details(self, width: int = describe.WIDTH) -> str:
+        """The decision in words, within ``width`` columns: the precedence level
+        that decided, each launch parameter and where it came from (``given``,
+        ``tuned``, ``default``), the key looked up, the entry used, the stale
+        entries passed over."""
+        return describe.details(self, width)
 
 
 def _no_kernel(registered: Registered) -> KernelFallbackExhaustedError:

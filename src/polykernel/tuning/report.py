@@ -137,6 +137,9 @@ class TuneReport:
             lines.append(f"cut by the budget: {len(self.cut)}")
             lines += [_fit(f"  {c}") for c in self.cut]
         lines += [_fit(f"note: {n}") for n in self.notes]
+        measured = [m for c in self.cases for m in c.measured if m.status == "ok"]
+        if any(m.ratio_error >= NOISY_ERROR for m in measured):
+            lines.append(_fit(NOISY_NOTE))
         if self.saved_to is not None:
             lines.append(_fit(f"saved to {self.saved_to}"))
         return "\n".join(lines)
@@ -178,7 +181,27 @@ class TuneReport:
 
 
 def _fit(text: str) -> str:
-    return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
+    """``text`` wrapped within :data:`WIDTH` columns (continued, indented, on the
+    next lines): nothing is cut."""
+    import textwrap
+
+    wrap = textwrap.TextWrapper(
+        WIDTH, subsequent_indent="     ", break_long_words=False, break_on_hyphens=False
+    )
+    return "\n".join(wrap.wrap(text)) or text
+
+
+#: A ratio whose interval is this wide (its half-width over the ratio) says
+#: nothing about which candidate is faster: printed ``noisy``, not ``±435%``.
+NOISY_ERROR = 1.0
+NOISY_NOTE = (
+    "noisy: a ratio known only within ±100% or more (time it again: more passes, "
+    "a quieter machine)"
+)
+
+
+def _error(m: Measured) -> str:
+    return "noisy" if m.ratio_error >= NOISY_ERROR else f"±{m.ratio_error:.0%}"
 
 
 def _row(m: Measured) -> str:
@@ -187,7 +210,7 @@ def _row(m: Measured) -> str:
         loaded = f" {m.loaded_ratio:5.2f}x loaded" if m.loaded_ratio is not None else ""
         text = (
             f" {mark} {m.candidate.label:<40} {m.median_s * 1e3:9.4f} ms "
-            f"{m.ratio:5.2f}x ±{m.ratio_error * 100:.0f}%{loaded}"
+            f"{m.ratio:5.2f}x {_error(m)}{loaded}"
         )
     else:
         text = f"   {m.candidate.label:<40} {m.status}: {m.detail}"
