@@ -49,3 +49,14 @@ def test_a_process_alone_decides_from_its_own_tables():
     decision = scaled_add_p.dispatch(x, x, outs=x, alpha=2.0, platform="cpu")
     assert decision.agreed is None and decision.job_fallback is None
     assert "from the job" not in str(decision)
+
+
+def test_a_job_report_says_what_this_process_did():
+    from polykernel.tuning.report import TuneReport
+
+    report = TuneReport("p", job={"process": 1, "processes": 2, "cases_in_job": 4,
+                                  "outcome": "complete"})  # fmt: skip
+    assert report.table().splitlines()[1] == (
+        "job: process 1 of 2, 0 of 4 cases timed here; complete"
+    )
+    assert "job:" not in TuneReport("p").table()

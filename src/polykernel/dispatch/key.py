@@ -116,10 +116,10 @@ def make_key(
     ``device`` (``(kind, family)``; default: this process's, see
     :func:`device_identity`; in a ``jax.distributed`` job, the job's)."""
     statics = {k: v for k, v in params.items() if k not in tuned_names}
-    device, family = device_identity(platform) if device is None else device
+    kind, family = device_identity(platform) if device is None else device
     if bucketer is None:
         bucket = default_bucket(avals)
     else:
         raw = bucketer(ins=tuple(avals), outs=tuple(outs), **statics)
         bucket = checked_bucket(primitive, raw)
-    return Key(primitive, platform, device, family, signature(avals, statics), bucket)
+    return Key(primitive, platform, kind, family, signature(avals, statics), bucket)

@@ -118,6 +118,13 @@ class TuneReport:
             f"tuning {self.primitive} ({len(self.cases)} case"
             f"{'' if len(self.cases) == 1 else 's'})"
         ]
+        if self.job is not None:  # a jax.distributed job: this process's share
+            job = self.job
+            lines.append(_fit(
+                f"job: process {job.get('process')} of {job.get('processes')}, "
+                f"{len(self.cases)} of {job.get('cases_in_job', '?')} cases timed "
+                f"here; {job.get('outcome', 'not finished')}"
+            ))  # fmt: skip
         for case in self.cases:
             lines.append(
                 _fit(f"{case.key.platform} {case.label}  shapes {case.shapes}")
