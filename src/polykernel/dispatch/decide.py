@@ -38,6 +38,9 @@ class Call:
 class Dispatch:
     """One decision: the backend and launch parameters a lowering uses, and why.
 
+    It prints as one line (``str``, and a shorter ``repr``); :meth:`details` says
+    why in full, within 100 columns.
+
     Attributes:
         primitive: the primitive's name.
         platform: the platform lowered for.
