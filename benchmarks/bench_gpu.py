@@ -1,7 +1,8 @@
 """GPU kernels called from JAX: per-call cost, chained calls, bandwidth, cold start.
 
-Every case builds ``f(x, y) -> x + y`` on float32 vectors; all are measured in one
-run, interleaved, beside the two references:
+Every case (``numba_cuda``, ``triton``, ``cuda_raw``, ``pallas`` and, where
+warp-lang is installed, ``warp``) builds ``f(x, y) -> x + y`` on float32 vectors;
+all are measured in one run, interleaved, beside the two references:
 
 - ``jnp.add`` (what XLA does by itself) and
 - ``ffi_floor``: a minimal hand-written XLA FFI CUDA handler (``ffi_floor.cu``,
@@ -22,7 +23,8 @@ Measured per case (targets in brackets, checked at the end):
   first call (kernel build included) to its result, and the whole process.
 
 Needs a CUDA GPU visible to JAX; without one it says so and exits with status 2.
-Run: ``python benchmarks/bench_gpu.py [--quick] [--json out.json] [--no-cold]``
+Run: ``python benchmarks/bench_gpu.py [--quick] [--json out.json] [--no-cold]
+[--cases warp,triton]``
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import argparse  # noqa: E402
 import ctypes  # noqa: E402
 import functools  # noqa: E402
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -183,6 +186,26 @@ def _pallas_add(n: int) -> Binary:
                             out_specs=spec, num_warps=4)  # fmt: skip
 
 
+@functools.cache
+def _warp_add_kernel() -> Any:
+    """Warp's kernel, defined once (Warp keys its modules by the function's name)."""
+    import warp as wp
+
+    @wp.kernel
+    def add(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
+            out: wp.array(dtype=wp.float32)):  # fmt: skip
+        i = wp.tid()
+        out[i] = x[i] + y[i]
+
+    return add
+
+
+def _warp_add(n: int) -> Binary:
+    import polykernel as pk
+
+    return pk.warp_kernel(_warp_add_kernel(), jax.ShapeDtypeStruct((n,), F32))
+
+
 #: name -> builder; ``jnp.add`` and the floor first (ratios are taken against them).
 CASES: dict[str, Callable[[int], Binary]] = {
     "jnp.add": _jnp_add,
@@ -192,6 +215,9 @@ CASES: dict[str, Callable[[int], Binary]] = {
     "cuda_raw": _cuda_raw_add,
     "pallas": _pallas_add,
 }
+if importlib.util.find_spec("warp") is not None:  # not on every GPU machine
+    CASES["warp"] = _warp_add
+REFERENCES = ("jnp.add", "ffi_floor")
 #: Targets: (metric, reference, bound, at least?) per case.
 _CALL = ("call_us", "jnp.add", 1.2, False)
 _CHAIN = ("chain_us", "ffi_floor", 1.1, False)
@@ -201,6 +227,7 @@ TARGETS = {
     "triton": [_CALL, _CHAIN, _BANDWIDTH],
     "cuda_raw": [_CHAIN, _BANDWIDTH],
     "pallas": [("bandwidth_gbs", "jnp.add", 0.95, True)],
+    "warp": [_CHAIN, _BANDWIDTH],
 }
 
 
@@ -293,16 +320,19 @@ def cold(name: str) -> dict:
     return {**report, "process_s": wall}
 
 
-def chains_without_graphs(repeat: int) -> dict:
+def chains_without_graphs(repeat: int, cases: str | None = None) -> dict:
     """Per case: chain_us with XLA's command buffers (CUDA graphs) turned off."""
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_gpu_enable_command_buffer="
-    report, _ = _child(["--chain-child", str(repeat)], XLA_FLAGS=flags.strip())
+    extra = ["--cases", cases] if cases else []
+    report, _ = _child(["--chain-child", str(repeat), *extra], XLA_FLAGS=flags.strip())
     return report
 
 
 def verdicts(results: dict) -> list[str]:
     lines = []
     for name, targets in TARGETS.items():
+        if name not in results:
+            continue
         for metric, ref, bound, at_least in targets:
             got, base = results[name].get(metric), results[ref].get(metric)
             if got is None or base is None:
@@ -321,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold starts")
+    parser.add_argument(
+        "--cases", help=f"comma-separated cases (default: all of {', '.join(CASES)}; "
+        "jnp.add and ffi_floor are always run: ratios are taken against them)")
     parser.add_argument("--cold-child", help=argparse.SUPPRESS)
     parser.add_argument("--chain-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -337,14 +370,23 @@ def main(argv: list[str] | None = None) -> int:
         cold_child(args.cold_child)
         return 0
     if args.chain_child:
-        chained = measure(CASES, args.chain_child, chain_only=True)
+        wanted = set(args.cases.split(",")) | set(REFERENCES) if args.cases else CASES
+        chained = measure({k: v for k, v in CASES.items() if k in wanted},
+                          args.chain_child, chain_only=True)  # fmt: skip
         print(json.dumps({n: r.get("chain_us") for n, r in chained.items()}))
         return 0
     print(f"device: {gpus[0].device_kind}; jax {jax.__version__}")
+    chosen = dict(CASES)
+    if args.cases:
+        wanted = set(args.cases.split(",")) | set(REFERENCES)
+        unknown = sorted(wanted - set(CASES))
+        if unknown:
+            parser.error(f"--cases: unknown {unknown}; known: {', '.join(CASES)}")
+        chosen = {k: v for k, v in CASES.items() if k in wanted}
     repeat = 20 if args.quick else 200
-    results = measure(CASES, repeat)
-    no_graphs = chains_without_graphs(repeat)
-    for name in CASES:
+    results = measure(chosen, repeat)
+    no_graphs = chains_without_graphs(repeat, args.cases)
+    for name in chosen:
         results[name]["chain_us_no_graphs"] = no_graphs.get(name)
         if not args.no_cold:
             results[name]["cold"] = cold(name)

@@ -27,7 +27,21 @@ within 15% on >= 80% of the held-out ones; the pick never slower than the untune
 default beyond the measured spread; a flip rate <= 10%; a tuned call <= 1.02x the
 explicit one.
 
-Run: ``python benchmarks/bench_tuning.py [--quick] [--json out.json]
+On a CUDA GPU (``--platform gpu``) the same experiment runs with the children
+given ``JAX_PLATFORMS=cuda,cpu`` (the GPU is their default device), without the
+contention pass (busy cores are a CPU matter: those columns read n/a).
+
+``--budget SECONDS`` bounds the whole run: a phase starts only when the time left
+is enough for it, the tuner of each phase gets what is left as its
+``max_seconds``, a child still running at the budget's end is stopped, and what was
+measured is printed (and written, after every phase, to ``--json``) marked
+partial. Under a budget each primitive runs tune, measure, then the second tune
+(the flip rate), so the measurement comes before the check of it: the first two
+share the time left by the shapes they time, the second tune gets what they
+leave, and a primitive starts only when the one before it is done.
+
+Run: ``python benchmarks/bench_tuning.py [--quick] [--platform cpu|gpu]
+[--primitives scaled_add csrmv] [--budget SECONDS] [--json out.json]
 [--docs docs/data/cpu/tuning.json]``
 """
 
@@ -36,9 +50,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from _env import cache_environment
@@ -47,10 +63,41 @@ HERE = Path(__file__).resolve().parent
 N_SHAPES = 20
 HELD_OUT = (1, 4, 6, 9, 11, 14, 16, 18)  # never an end of the range
 PRIMITIVES = ("scaled_add", "csrmv")
+PLATFORMS = ("cpu", "gpu")
+#: What the children's JAX_PLATFORMS is per platform: the first is their default
+#: device (JAX gives the first listed platform the highest priority).
+JAX_PLATFORMS = {"cpu": "cpu", "gpu": "cuda,cpu"}
+#: ``case_seconds`` of the tune and the measure phase: by platform, then quick.
+CASE_SECONDS = {
+    "cpu": {False: (1.5, 2.0), True: (0.5, 0.75)},
+    # A GPU's timings are steadier; the first three rounds of a pass (every
+    # candidate, 14 ms each) come on top of case_seconds anyway.
+    "gpu": {False: (1.5, 2.0), True: (0.3, 0.3)},
+}
+#: The tuner's max_seconds per phase without a budget.
+MAX_SECONDS = {"tune": 900.0, "measure": 1800.0}
+#: A child's exit status when the platform asked for has no device.
+NO_DEVICE = 3
+# Under --budget: seconds kept for the summary at the end; a phase's start-up and
+# teardown before one was timed (imports, the device, compiling, per call); the
+# least tuner time a phase is started for; how the time left is shared between a
+# primitive's first tuning run and its measurement (by the shapes each times).
+RESERVE_S = 5.0
+OVERHEAD_GUESS_S = {"cpu": 10.0, "gpu": 20.0}
+PER_CALL_GUESS_S = 5.0
+MIN_TUNE_S = 10.0
+# The tuner lets a first call in flight finish (a cold compile: seconds): a phase
+# gets this share of its share as max_seconds.
+SLACK = 0.85
+WEIGHT = {"tune": N_SHAPES - len(HELD_OUT), "measure": N_SHAPES}
+# Seconds spent inside op.tune() in this (child) process, by primitive.
+_TUNE_SECONDS: dict[str, float] = {}
 
 
-def _environment(run_dir: Path) -> dict[str, str]:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
+def _environment(run_dir: Path, platform: str = "cpu") -> dict[str, str]:
+    env = dict(
+        os.environ, JAX_PLATFORMS=JAX_PLATFORMS[platform], NUMBA_THREADING_LAYER="omp"
+    )
     env.update(cache_environment(run_dir))
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(HERE), env.get("PYTHONPATH")])
@@ -115,18 +162,25 @@ def _op(primitive: str):
     return getattr(catalog, f"{primitive}_p")
 
 
-def phase_tune(quick: bool, names: list[str]) -> dict:
+def phase_tune(
+    quick: bool,
+    names: list[str],
+    platform: str = "cpu",
+    max_seconds: float | None = None,
+) -> dict:
     tuned = [i for i in range(N_SHAPES) if i not in HELD_OUT]
     out = {}
     for name in names:
         op = _op(name)
+        started = time.perf_counter()
         report = op.tune(
-            platform="cpu",
+            platform=platform,
             configs=configs(name, tuned),
-            max_seconds=900,
-            case_seconds=0.5 if quick else 1.5,
-            contention=True,
+            max_seconds=max_seconds or MAX_SECONDS["tune"],
+            case_seconds=CASE_SECONDS[platform][quick][0],
+            contention=platform == "cpu",  # busy cores: a CPU matter
         )
+        _TUNE_SECONDS[name] = time.perf_counter() - started
         ratios = {
             c.label: {
                 m.candidate.label: m.ratio for m in c.measured if m.status == "ok"
@@ -135,10 +189,12 @@ def phase_tune(quick: bool, names: list[str]) -> dict:
         }
         # Every candidate as the ranking rule sees it, in the declared order (what
         # a study of the rule itself needs: see docs/tuning.md).
-        default = op.get_default("cpu")
-        first = {n: v[0] for n, v in op.tunables("cpu")[default]}
+        default = op.get_default(platform)
+        first = {n: v[0] for n, v in op.tunables(platform)[default]}
         scored = {c.label: _scored(c, _label(default, first)) for c in report.cases}
         out[name] = {"winners": report.winners(), "ratios": ratios, "scored": scored}
+        if report.cut:  # only then: what max_seconds (the budget) left out
+            out[name]["cut"] = list(report.cut)
     return out
 
 
@@ -156,10 +212,8 @@ def _scored(case, default: str) -> list[dict]:
     ]
 
 
-def _per_call(op, cfg, decision) -> dict:
+def _per_call(op, cfg, decision, platform: str = "cpu") -> dict:
     """Chained calls: the tuned call (dispatch decides) vs the same choice explicit."""
-    import time
-
     import jax
 
     from polykernel.tuning.capture import bound_calls
@@ -168,6 +222,9 @@ def _per_call(op, cfg, decision) -> dict:
         lambda *a: op.call(*a, **cfg.kernel_kwargs), cfg.args, op.primitive
     )
     ins, outs, statics = bound.operands, bound.params["outs"], bound.statics
+    if platform != "cpu":  # every operand on the device, before anything is jitted
+        device = jax.devices(platform)[0]
+        ins = tuple(jax.block_until_ready(jax.device_put(a, device)) for a in ins)
     first = (
         len(ins) - 1
     )  # the chained operand: the last input (x / v), same shape as out
@@ -208,33 +265,51 @@ def _per_call(op, cfg, decision) -> dict:
     }
 
 
-def phase_measure(quick: bool, names: list[str]) -> dict:
+def phase_measure(
+    quick: bool,
+    names: list[str],
+    platform: str = "cpu",
+    max_seconds: float | None = None,
+) -> dict:
     results = {}
     for name in names:
         op = _op(name)
         all_cfgs = configs(name, list(range(N_SHAPES)))
+        started = time.perf_counter()
         report = op.tune(
-            platform="cpu",
+            platform=platform,
             configs=all_cfgs,
             save=False,
-            max_seconds=1800,
-            case_seconds=0.75 if quick else 2.0,
-            contention=True,
+            max_seconds=max_seconds or MAX_SECONDS["measure"],
+            case_seconds=CASE_SECONDS[platform][quick][1],
+            contention=platform == "cpu",  # busy cores: a CPU matter
         )
-        rows = []
-        for i, (cfg, case) in enumerate(zip(all_cfgs, report.cases, strict=True)):
-            timed = {m.candidate.label: m for m in case.measured if m.status == "ok"}
+        _TUNE_SECONDS[name] = time.perf_counter() - started
+        # A case the tuner's max_seconds cut before it was captured is not in the
+        # report; one cut before any candidate was timed has nothing timed.
+        cases = {case.label: case for case in report.cases}
+        rows, missing = [], []
+        for i, cfg in enumerate(all_cfgs):
+            case = cases.get(cfg.label)
+            timed = {
+                m.candidate.label: m
+                for m in (case.measured if case is not None else ())
+                if m.status == "ok"
+            }
+            if not timed:
+                missing.append(cfg.label)
+                continue
             decision = op.dispatch(
                 *_avals(op, cfg),
                 outs=_outs(name, cfg),
-                platform="cpu",
+                platform=platform,
                 **_statics(name, cfg),
             )
             pick = _label(decision.backend, decision.params)
             fastest = min(timed.values(), key=lambda m: m.ratio)
             default = _label(
-                op.get_default("cpu"),
-                {n: v[0] for n, v in op.tunables("cpu")[op.get_default("cpu")]},
+                op.get_default(platform),
+                {n: v[0] for n, v in op.tunables(platform)[op.get_default(platform)]},
             )
             chosen = timed.get(pick)
             base = timed.get(default)
@@ -269,10 +344,17 @@ def phase_measure(quick: bool, names: list[str]) -> dict:
         decision = op.dispatch(
             *_avals(op, middle),
             outs=_outs(name, middle),
-            platform="cpu",
+            platform=platform,
             **_statics(name, middle),
         )
-        results[name] = {"rows": rows, "per_call": _per_call(op, middle, decision)}
+        results[name] = {
+            "rows": rows,
+            "per_call": _per_call(op, middle, decision, platform),
+        }
+        if missing:  # only then: a full run's results are as they always were
+            results[name]["not_measured"] = missing
+        if report.cut:
+            results[name]["cut"] = list(report.cut)
     return results
 
 
@@ -358,6 +440,11 @@ def costly_flips(first: dict, second: dict, rows: list) -> float:
     return costly / len(keys) if keys else 0.0
 
 
+def _share(rows: list) -> float | None:
+    """The share of ``rows`` within their target (None: none measured)."""
+    return sum(r["ok"] for r in rows) / len(rows) if rows else None
+
+
 def summarize(measured: dict, tuned: dict | None = None) -> dict:
     summary = {}
     for name, result in measured.items():
@@ -373,9 +460,10 @@ def summarize(measured: dict, tuned: dict | None = None) -> dict:
         tuned_rows = [r for r in rows if not r["held_out"]]
         held = [r for r in rows if r["held_out"]]
         runs = (tuned or {}).get(name, {})
+        flips = "first" in runs and "second" in runs
         summary[name] = {
-            "tuned_within": sum(r["ok"] for r in tuned_rows) / len(tuned_rows),
-            "held_out_within": sum(r["ok"] for r in held) / len(held),
+            "tuned_within": _share(tuned_rows),
+            "held_out_within": _share(held),
             "per_call_ratio": result["per_call"]["ratio"],
             "regret_tuned": _regret([r["pick_ratio"] for r in tuned_rows]),
             "regret_held_out": _regret([r["pick_ratio"] for r in held]),
@@ -383,13 +471,9 @@ def summarize(measured: dict, tuned: dict | None = None) -> dict:
             "regret_loaded": _regret([r["pick_loaded"] for r in rows]),
             "default_regret_loaded": _regret([r["default_loaded"] for r in rows]),
             "worse_than_default": sum(not r["never_worse"] for r in rows),
-            "flip_rate": (
-                flip_rate(runs["first"], runs["second"]) if "second" in runs else None
-            ),
+            "flip_rate": flip_rate(runs["first"], runs["second"]) if flips else None,
             "costly_flips": (
-                costly_flips(runs["first"], runs["second"], rows)
-                if "second" in runs
-                else None
+                costly_flips(runs["first"], runs["second"], rows) if flips else None
             ),
         }
     return summary
@@ -401,36 +485,60 @@ def _pct(regret: dict) -> str:
     return f"{regret['median']:+.0%} / {regret['worst']:+.0%}"
 
 
-def _print(measured: dict, summary: dict) -> None:
+def _of(share: float | None) -> str:
+    return "-" if share is None else f"{share:.0%}"
+
+
+def _print(measured: dict, summary: dict, platform: str = "cpu") -> None:
+    busy = platform == "cpu"  # the contention pass: the CPU's other cores busy
     for name, result in measured.items():
         print(
-            f"\n{name}: time over the fastest (x), idle and with the other cores busy"
+            f"\n{name}: time over the fastest (x)"
+            + (", idle and with the other cores busy" if busy else "")
         )
-        head = ("case", "reason", "pick", "x", "ok", "busy x", "default x", "busy x")
-        form = "{:<22} {:<8} {:<26} {:>6} {:>3} {:>7} {:>9} {:>7}"
+        if busy:
+            head = ("case", "reason", "pick", "x", "ok", "busy x", "default x",
+                    "busy x")  # fmt: skip
+            form = "{:<22} {:<8} {:<26} {:>6} {:>3} {:>7} {:>9} {:>7}"
+        else:  # GPU labels are longer: triton(BLOCK=1024, num_warps=4)
+            head = ("case", "reason", "pick", "x", "ok", "default x")
+            form = "{:<22} {:<8} {:<34} {:>6} {:>3} {:>9}"
         print(form.format(*head))
         for r in result["rows"]:
-            cells = (r["case"][:22], r["reason"][:8], r["pick"][:26],
+            cells = (r["case"][:22], r["reason"][:8], r["pick"][:34 - 8 * busy],
                      _x(r["pick_ratio"]), "y" if r["ok"] else "N",
                      _x(r["pick_loaded"]), _x(r["default_ratio"]),
                      _x(r["default_loaded"]))  # fmt: skip
-            print(form.format(*cells))
+            print(form.format(*(cells if busy else (*cells[:5], cells[6]))))
+        if result.get("not_measured"):
+            print(
+                f"not measured (max_seconds, the budget): "
+                f"{len(result['not_measured'])} of {N_SHAPES} shapes"
+            )
         pc = result["per_call"]
         s = summary[name]
         print(
-            f"tuned shapes within 5%: {s['tuned_within']:.0%} (target >= 90%); "
-            f"held-out within 15%: {s['held_out_within']:.0%} (target >= 80%)"
+            f"tuned shapes within 5%: {_of(s['tuned_within'])} (target >= 90%); "
+            f"held-out within 15%: {_of(s['held_out_within'])} (target >= 80%)"
         )
         print(
             f"regret, median / worst: pick {_pct(s['regret_tuned'])} tuned, "
             f"{_pct(s['regret_held_out'])} held out; "
             f"default {_pct(s['default_regret'])}"
         )
-        print(
-            f"with the other cores busy: pick {_pct(s['regret_loaded'])}, default "
-            f"{_pct(s['default_regret_loaded'])}; shapes where the pick is slower "
-            f"than the default beyond the spread: {s['worse_than_default']} (target 0)"
-        )
+        if busy:
+            print(
+                f"with the other cores busy: pick {_pct(s['regret_loaded'])}, "
+                f"default {_pct(s['default_regret_loaded'])}; shapes where the pick "
+                f"is slower than the default beyond the spread: "
+                f"{s['worse_than_default']} (target 0)"
+            )
+        else:
+            print(
+                f"shapes where the pick is slower than the default beyond the "
+                f"spread: {s['worse_than_default']} (target 0); with the other "
+                f"cores busy: n/a on {platform}"
+            )
         flips, costly = s["flip_rate"], s["costly_flips"]
         print(
             "flip rate between two tuning runs: "
@@ -448,74 +556,350 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _run(phase: str, name: str, env: dict, quick: bool) -> dict:
-    """One phase of one primitive in a fresh process; its RESULT line."""
+class _Failed(Exception):
+    """A phase's child failed (or, ``stopped``, ran past the budget)."""
+
+    def __init__(self, message: str, *, stopped: bool = False, fatal: bool = False):
+        super().__init__(message)
+        self.stopped, self.fatal = stopped, fatal
+
+
+def _bounded(cmd: list[str], env: dict, timeout: float) -> tuple[str, str, int]:
+    """Run ``cmd``; past ``timeout`` seconds stop it and what it started (its own
+    process group: the contention pass's spinning processes included)."""
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = proc.communicate(timeout=max(1.0, timeout))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+        stopped = f"stopped after {timeout:.0f} s (the budget)"
+        raise _Failed(stopped, stopped=True) from None
+    return stdout, stderr, proc.returncode
+
+
+def _run(
+    phase: str,
+    name: str,
+    env: dict,
+    quick: bool,
+    platform: str = "cpu",
+    max_seconds: float | None = None,
+    timeout: float | None = None,
+) -> tuple[dict, dict]:
+    """One phase of one primitive in a fresh process: its RESULT and INFO lines."""
     cmd = [sys.executable, __file__, "--phase", phase, "--primitive", name]
     cmd += ["--quick"] if quick else []
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode:
-        print(proc.stdout[-3000:], proc.stderr[-6000:], file=sys.stderr)
-        raise SystemExit(1)
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])[name]
+    cmd += ["--platform", platform]
+    cmd += [] if max_seconds is None else ["--max-seconds", f"{max_seconds:.1f}"]
+    if timeout is None:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        stdout, stderr, code = proc.stdout, proc.stderr, proc.returncode
+    else:
+        stdout, stderr, code = _bounded(cmd, env, timeout)
+    if code == NO_DEVICE:  # said in one line: no traceback to read
+        said = [ln for ln in stderr.splitlines() if ln.startswith("bench_tuning:")]
+        raise _Failed(said[-1] if said else stderr[-2000:], fatal=True)
+    lines = dict(
+        ln.split(" ", 1)
+        for ln in stdout.splitlines()
+        if ln.startswith(("RESULT ", "INFO "))
+    )
+    if code or "RESULT" not in lines:
+        print(stdout[-3000:], stderr[-6000:], file=sys.stderr)
+        raise _Failed(f"exit status {code}" if code else "no RESULT line")
+    return json.loads(lines["RESULT"])[name], json.loads(lines.get("INFO", "{}"))
+
+
+class _Driver:
+    """The phases of a run, under an optional time budget, and what they gave."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args, self.platform = args, args.platform
+        self.started = time.perf_counter()
+        self.deadline = None if args.budget is None else self.started + args.budget
+        self.talk = args.budget is not None or self.platform != "cpu"
+        # a phase's seconds outside op.tune(), by phase (guessed until one ran)
+        guess = OVERHEAD_GUESS_S[self.platform]
+        self.overhead = {"tune": guess, "measure": guess + PER_CALL_GUESS_S}
+        self.seen: set[str] = set()
+        self.log: list[dict] = []
+        self.info: dict = {}
+        self.tuned: dict[str, dict] = {}
+        self.measured: dict[str, dict] = {}
+        self.stopped: str | None = None
+        self.failed = False
+
+    def _say(self, text: str) -> None:
+        if self.talk:
+            elapsed = time.perf_counter() - self.started
+            print(f"[{elapsed:6.1f} s] {text}", file=sys.stderr, flush=True)
+
+    def _share(self, phase: str, later: list[str]) -> tuple[float, float] | None:
+        """Under the budget, ``(max_seconds, timeout)`` of ``phase``: its share of
+        the time left beside the phases of its primitive still to come (``later``,
+        the least needed last, left out while the share is too small); None: no
+        time for it."""
+        assert self.deadline is not None
+        left = self.deadline - time.perf_counter() - RESERVE_S
+        rest = [phase, *later]
+        while rest:
+            tuner = left - sum(self.overhead[p] for p in rest)
+            share = SLACK * tuner * WEIGHT[phase] / sum(WEIGHT[p] for p in rest)
+            if share >= MIN_TUNE_S:
+                return min(MAX_SECONDS[phase], share), left
+            rest.pop()
+        return None
+
+    def phase(
+        self, name: str, phase: str, run: str, env: dict, later: list[str]
+    ) -> dict | None:
+        """Run one phase (None: not run, stopped or failed; the log says which);
+        ``later``: the phases of the primitive after it."""
+        entry: dict = {"primitive": name, "phase": phase, "run": run}
+        self.log.append(entry)
+        if self.stopped is None and run != "first" and name not in self.tuned:
+            entry["status"] = "not run: the first tuning run did not finish"
+            return None
+        if self.stopped is not None:
+            entry["status"] = f"not run: {self.stopped}"
+            return None
+        max_seconds = timeout = None
+        if self.deadline is not None:
+            planned = self._share(phase, later)
+            if planned is None:
+                entry["status"] = "not run: the budget"
+                left = self.deadline - time.perf_counter()
+                self._say(f"{name} {run}: not run ({left:.0f} s left)")
+                return None
+            max_seconds, timeout = planned
+            entry["max_seconds"] = round(max_seconds, 1)
+        capped = "" if max_seconds is None else f" (max_seconds {max_seconds:.0f})"
+        self._say(f"{name} {run}: started{capped}")
+        t0 = time.perf_counter()
+        try:
+            result, info = _run(phase, name, env, self.args.quick, self.platform,
+                                max_seconds, timeout)  # fmt: skip
+        except _Failed as err:
+            entry["status"] = ("stopped: " if err.stopped else "failed: ") + str(err)
+            entry["seconds"] = round(time.perf_counter() - t0, 1)
+            self.stopped = "the budget" if err.stopped else f"{name} {run} failed"
+            self.failed = self.failed or not err.stopped
+            self._say(f"{name} {run}: {entry['status']}")
+            if err.fatal and not self.talk:  # said once
+                print(err, file=sys.stderr)
+            return None
+        seconds = time.perf_counter() - t0
+        entry["seconds"] = round(seconds, 1)
+        cut = result.get("cut") or result.get("not_measured")
+        entry["status"] = "cut (max_seconds)" if cut else "ok"
+        if result.get("cut"):
+            entry["cut"] = result["cut"]
+        self.info = self.info or info
+        if info.get("tune_s") is not None:  # what the tuner's max_seconds misses
+            inside = min(info["tune_s"], max_seconds or info["tune_s"])
+            outside = max(0.0, seconds - inside)
+            if phase in self.seen:
+                outside = max(outside, self.overhead[phase])
+            self.seen.add(phase)
+            self.overhead[phase] = outside
+            if phase == "tune" and "measure" not in self.seen:
+                self.overhead["measure"] = outside + PER_CALL_GUESS_S
+        self._say(f"{name} {run}: {entry['status']} in {seconds:.0f} s")
+        return result
+
+    @property
+    def partial(self) -> bool:
+        return any(e.get("status") != "ok" for e in self.log)
+
+    def document(self) -> dict:
+        tuned = self.tuned
+        return {
+            "machine": self.info.get("machine", {}),
+            "tuned_winners": {n: t["winners"] for n, t in tuned.items()},
+            "second_winners": {
+                n: t["second"] for n, t in tuned.items() if "second" in t
+            },
+            "tuned_ratios": {n: t["ratios"] for n, t in tuned.items()},
+            "scored": {
+                n: [t["scored"]] + ([t["second_scored"]] if "second" in t else [])
+                for n, t in tuned.items()
+            },
+            "measured": self.measured,
+            "summary": summarize(self.measured, tuned),
+            "held_out": list(HELD_OUT),
+            "platform": self.platform,
+            "device": self.info.get("device"),
+            "partial": self.partial,
+            "phases": self.log,
+        }
+
+    def write(self, targets: list[str]) -> None:
+        document = self.document()
+        for target in targets:
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            Path(target).write_text(json.dumps(document, indent=1) + "\n")
+
+
+def _device_problem(platform: str) -> str | None:
+    """Why this (child) process cannot measure on ``platform`` (None: it can)."""
+    import jax
+
+    from polykernel.platforms import platform_of
+
+    try:
+        device = jax.devices()[0]
+    except Exception as err:  # a backend JAX_PLATFORMS names did not start
+        return f"JAX could not start ({type(err).__name__}: {err})"
+    if platform_of(device.platform) != platform:
+        return (
+            f"JAX's default device is {device.device_kind!r} ({device.platform}), "
+            f"no {platform} device (JAX_PLATFORMS="
+            f"{os.environ.get('JAX_PLATFORMS')!r}): run on a machine with a CUDA "
+            f"GPU and JAX's CUDA plugin"
+        )
+    return None
+
+
+def _info(name: str, platform: str) -> dict:
+    """What the summary says of the device a child measured on."""
+    import jax
+
+    from polykernel.benchmark.machine import machine_info
+
+    device = jax.devices()[0]
+    return {
+        "platform": platform,
+        "device": device.device_kind,
+        "device_platform": device.platform,
+        "machine": machine_info(),
+        "tune_s": _TUNE_SECONDS.get(name),
+    }
+
+
+def _child(args: argparse.Namespace) -> int:
+    if args.platform != "cpu":
+        problem = _device_problem(args.platform)
+        if problem is not None:
+            print(f"bench_tuning: --platform {args.platform}: {problem}",
+                  file=sys.stderr)  # fmt: skip
+            return NO_DEVICE
+    fn = phase_tune if args.phase == "tune" else phase_measure
+    result = fn(args.quick, [args.primitive], args.platform, args.max_seconds)
+    print("RESULT " + json.dumps(result))
+    print("INFO " + json.dumps(_info(args.primitive, args.platform)))
+    return 0
+
+
+def _met(summary: dict) -> bool:
+    def at_least(value: float | None, target: float) -> bool:
+        return value is not None and value >= target
+
+    return all(
+        at_least(s["tuned_within"], 0.9)
+        and at_least(s["held_out_within"], 0.8)
+        and s["per_call_ratio"] <= 1.02
+        and s["worse_than_default"] == 0
+        and (s["flip_rate"] or 0.0) <= 0.10
+        for s in summary.values()
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--phase", choices=["tune", "measure"], help=argparse.SUPPRESS)
     parser.add_argument("--primitive", choices=PRIMITIVES, help=argparse.SUPPRESS)
+    parser.add_argument("--max-seconds", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="shorter timing budgets")
-    parser.add_argument("--json", help="write the full results here")
+    parser.add_argument(
+        "--platform", choices=PLATFORMS, default="cpu",
+        help="where the kernels run (gpu: a CUDA GPU, JAX_PLATFORMS=cuda,cpu)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--primitives", nargs="+", choices=PRIMITIVES, default=list(PRIMITIVES),
+        help="the primitives to run (default: all)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--budget", type=float, metavar="SECONDS",
+        help="the whole run's time limit: no phase starts that would not fit, and "
+        "what was measured is printed, marked partial",
+    )  # fmt: skip
+    parser.add_argument("--json", help="write the full results here (after each phase)")
     parser.add_argument("--docs", help="write the docs' data file here")
     args = parser.parse_args()
+    if args.budget is not None and args.budget <= 0:
+        parser.error(f"--budget must be > 0 seconds, got {args.budget}")
+    sys.path.insert(0, str(HERE.parent / "src"))
     if args.phase:
-        sys.path.insert(0, str(HERE.parent / "src"))
-        fn = phase_tune if args.phase == "tune" else phase_measure
-        print("RESULT " + json.dumps(fn(args.quick, [args.primitive])))
-        return 0
+        return _child(args)
     run_dir = Path(tempfile.mkdtemp(prefix="polykernel-bench-tuning-"))
-    env = _environment(run_dir)
+    env = _environment(run_dir, args.platform)
     # The second tuning run writes a table of its own (its config directory): the
     # two runs are independent, as two users' `polykernel tune` are.
     second = {**env, "POLYKERNEL_CONFIG_DIR": str(run_dir / "config-second")}
-    tuned: dict[str, dict] = {}
-    measured: dict[str, dict] = {}
+    driver = _Driver(args)
+    # Under a budget the measurement comes before the second tuning run (which only
+    # checks the first's winners): a budget that runs out leaves the flip rate out.
+    order = [("tune", "first"), ("tune", "second"), ("measure", "measure")]
+    if args.budget is not None:
+        order = [order[0], order[2], order[1]]
     # One fresh process per phase and primitive, as a user's `polykernel tune` and
     # a later program are: what one primitive's timing leaves in a process (thread
     # pools started from other threads, say) never reaches the other's.
-    for name in PRIMITIVES:
-        first_run = _run("tune", name, env, args.quick)
-        second_run = _run("tune", name, second, args.quick)
-        tuned[name] = {**first_run, "first": first_run["winners"],
-                       "second": second_run["winners"],
-                       "second_scored": second_run["scored"]}  # fmt: skip
-        measured[name] = _run("measure", name, env, args.quick)
-    summary = summarize(measured, tuned)
-    _print(measured, summary)
-    from polykernel.benchmark.machine import machine_info
-
-    document = {
-        "machine": machine_info(),
-        "tuned_winners": {n: t["winners"] for n, t in tuned.items()},
-        "second_winners": {n: t["second"] for n, t in tuned.items()},
-        "tuned_ratios": {n: t["ratios"] for n, t in tuned.items()},
-        "scored": {n: [t["scored"], t["second_scored"]] for n, t in tuned.items()},
-        "measured": measured,
-        "summary": summary,
-        "held_out": list(HELD_OUT),
-    }
-    for target in filter(None, [args.json, args.docs]):
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-        Path(target).write_text(json.dumps(document, indent=1) + "\n")
-    met = all(
-        s["tuned_within"] >= 0.9
-        and s["held_out_within"] >= 0.8
-        and s["per_call_ratio"] <= 1.02
-        and s["worse_than_default"] == 0
-        and (s["flip_rate"] or 0.0) <= 0.10
-        for s in summary.values()
+    for name in dict.fromkeys(args.primitives):
+        for k, (phase, run) in enumerate(order):
+            # the time left is shared with the measurement; the second tuning run
+            # (the flip rate) gets what they leave
+            later = [p for p, r in order[k + 1 :] if r != "second"]
+            result = driver.phase(
+                name, phase, run, second if run == "second" else env, later
+            )
+            if result is None:
+                continue
+            if run == "first":
+                driver.tuned[name] = {**result, "first": result["winners"]}
+            elif run == "second":
+                driver.tuned[name].update(
+                    second=result["winners"], second_scored=result["scored"]
+                )
+            else:
+                driver.measured[name] = result
+            driver.write([args.json] if args.json else [])
+    if not driver.tuned and not driver.measured:
+        print("bench_tuning: nothing was measured", file=sys.stderr)
+        driver.write([args.json] if args.json else [])
+        return 1
+    summary = summarize(driver.measured, driver.tuned)
+    if args.platform != "cpu":
+        print(f"\nplatform {args.platform}: {driver.info.get('device', 'unknown')}")
+    _print(driver.measured, summary, args.platform)
+    for name in [n for n in driver.tuned if n not in driver.measured]:
+        print(
+            f"\n{name}: tuned on {len(driver.tuned[name]['winners'])} shapes, "
+            f"not measured"
+        )
+    partial = driver.partial
+    if partial:
+        print("\nPARTIAL results; phases:")
+        for e in driver.log:
+            print(f"  {e['primitive']} {e['run']}: {e['status']}")
+    targets = [args.json] if args.json else []
+    if args.docs and partial:
+        print(f"bench_tuning: partial: {args.docs} not written", file=sys.stderr)
+    elif args.docs:
+        targets.append(args.docs)
+    driver.write(targets)
+    met = not partial and _met(summary)
+    print(
+        "\ntargets "
+        + ("met" if met else "NOT met")
+        + (" (partial results)" if partial else "")
     )
-    print("\ntargets " + ("met" if met else "NOT met"))
+    if driver.failed:
+        return 1
     return 0 if met else 2
 
 

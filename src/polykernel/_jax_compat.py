@@ -19,41 +19,17 @@ from jax.interpreters import ad, batching, mlir
 from .platforms import Platform, platform_of
 
 __all__ = [
-    "Primitive",
-    "ShapedArray",
-    "UndefinedPrimal",
-    "Zero",
-    "abstract_gpu_target",
-    "apply_primitive",
-    "aval_of",
-    "backends_initialised",
-    "bump_dispatch_epoch",
-    "config_value",
-    "custom_partitioning",
-    "default_device_platform",
-    "distributed_job",
-    "explicit_leading_axes",
-    "gpu_target_context",
-    "has_jvp_rule",
-    "has_transpose_rule",
-    "instantiate_zeros",
-    "is_undefined_primal",
-    "linear_operand_positions",
-    "lower_fun",
-    "lowering_mesh",
-    "pallas_api",
-    "pallas_compiler_params_class",
-    "register_lowering",
-    "require_devices_during_lowering",
-    "set_batching_rule",
-    "set_jvp_rule",
-    "set_transpose_rule",
-    "shardy_enabled",
-    "tracing",
-    "unchecked_manual_axes",
-    "unsharded_inputs",
-    "zero_tangent",
-]
+    "Primitive", "ShapedArray", "UndefinedPrimal", "Zero", "abstract_gpu_target",
+    "all_devices", "apply_primitive", "aval_of", "backends_initialised",
+    "bump_dispatch_epoch", "config_value", "custom_partitioning",
+    "default_device_platform", "distributed_job", "explicit_leading_axes",
+    "gpu_target_context", "has_jvp_rule", "has_transpose_rule", "instantiate_zeros",
+    "is_undefined_primal", "linear_operand_positions", "lower_fun", "lowering_mesh",
+    "pallas_api", "pallas_compiler_params_class", "register_lowering",
+    "require_devices_during_lowering", "set_batching_rule", "set_jvp_rule",
+    "set_transpose_rule", "shardy_enabled", "tracing", "unchecked_manual_axes",
+    "unsharded_inputs", "zero_tangent"
+]  # fmt: skip
 
 ShapedArray = jax.core.ShapedArray
 Zero = ad.Zero
@@ -359,6 +335,23 @@ def backends_initialised() -> bool:
     from jax._src import xla_bridge
 
     return xla_bridge.backends_are_initialized()
+
+
+def all_devices() -> list[Any]:
+    """Every device of every platform this process's JAX has (CPU, GPU, TPU).
+
+    ``jax.devices()`` lists the *default* platform's devices only: under
+    ``JAX_PLATFORMS=cpu,cuda`` that is the CPU alone, and a GPU looked for there is
+    never found (a kernel built for a guessed architecture, a platform left
+    unchecked).
+    """
+    found: list[Any] = []
+    for platform in ("cpu", "gpu", "tpu"):
+        try:
+            found.extend(jax.devices(platform))
+        except RuntimeError:  # no such platform in this process
+            continue
+    return found
 
 
 def tracing() -> bool:

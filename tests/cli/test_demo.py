@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from machine_support import gpus_jax_sees
 
 
 @pytest.mark.slow
@@ -54,7 +55,8 @@ def test_demo_prints_tables_and_writes_json_and_png(tmp_path, run_env):
     assert all(r["paired_base"] == "jax_raw" and r["paired_ratio"] for r in numba)
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     machine = json.loads((out / "machine.json").read_text())
-    assert machine["gpus"] == [] and machine["cores"] >= 1
+    # The child had this process's JAX_PLATFORMS: it sees the GPUs JAX sees here.
+    assert machine["gpus"] == gpus_jax_sees() and machine["cores"] >= 1
     assert records["machine"]["cpu"] == machine["cpu"]
     assert machine["load"] == records["load"] and records["load"]["seconds"] > 0
     # One progress total for the whole run, counted up to its end.
@@ -78,8 +80,28 @@ def test_machine_info_names_the_machine_and_versions():
         "scipy",
     }
     assert info["versions"]["jax"] and info["versions"]["numpy"]
-    assert info["gpus"] == []  # the suite runs with JAX_PLATFORMS=cpu
+    assert info["gpus"] == gpus_jax_sees()  # none under make test (cpu only)
     json.dumps(info)  # JSON-ready
+
+
+def test_machine_info_names_the_gpus_jax_sees(monkeypatch):
+    # A GPU machine simulated on the CPU: JAX sees one H200 (make test-gpu).
+    import jax
+
+    from polykernel.benchmark.machine import describe_machine
+    from polykernel.demo import machine_info
+
+    class H200:
+        device_kind = "NVIDIA H200"
+
+    cpu_devices = jax.devices
+    monkeypatch.setattr(
+        jax, "devices", lambda backend=None: (
+            [H200()] if backend == "gpu" else cpu_devices(backend))
+    )  # fmt: skip
+    info = machine_info()
+    assert info["gpus"] == gpus_jax_sees() == ["NVIDIA H200"]
+    assert ", NVIDIA H200; polykernel " in describe_machine(info)
 
 
 def _record(backend, label, params):

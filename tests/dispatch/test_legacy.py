@@ -6,6 +6,7 @@ module of ``src/`` names the file."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
 from pathlib import Path
@@ -163,6 +164,24 @@ def test_a_damaged_legacy_file_is_one_warning_and_clear_removes_it(
         assert path.exists()
         assert legacy.clear_legacy() == []  # everything: the damaged file too
         assert not path.exists()
+
+
+def test_the_same_file_damaged_another_way_is_warned_about_again(config):
+    # One process, one path (as two tests get when the first's tmp_path is deleted
+    # and its name handed out again): a new problem is a new warning, the same
+    # problem is not.
+    op = _op("damaged_twice")
+    path = config / "defaults.json"
+    for content, problem in [(b"{oops", "Expecting property name"),
+                             (b"[1, 2]", "expected an object")]:  # fmt: skip
+        path.write_bytes(content)
+        with pytest.warns(pk.TuningWarning) as caught:
+            assert _run(op) == 1.0
+        assert [problem in str(w.message) for w in caught] == [True]
+    os.utime(path, ns=(0, 0))  # the same damage, the file read again: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _run(op) == 1.0 and legacy.legacy_entries() == {}
 
 
 def test_wrong_value_types_keep_the_good_pairs(config):

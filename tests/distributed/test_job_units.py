@@ -51,6 +51,46 @@ def test_a_process_alone_decides_from_its_own_tables():
     assert "from the job" not in str(decision)
 
 
+def test_a_job_agrees_on_the_device_of_the_platform_it_lowers(monkeypatch):
+    # A GPU machine simulated (make test-gpu: JAX_PLATFORMS=cpu,cuda, a GPU is the
+    # default device): a job lowering for the CPU agrees on the CPU's identity, the
+    # one its processes' tables were tuned under, not the default device's.
+    from polykernel import _jax_compat
+    from polykernel.core import tuning_methods
+    from polykernel.dispatch import device_identity
+    from polykernel.dispatch.agreement import View
+
+    class H200:
+        device_kind, compute_capability, platform = "NVIDIA H200", "9.0", "gpu"
+
+    cpu_devices, cpu_local = jax.devices, jax.local_devices
+
+    def gpu_first(real):
+        def devices(*args, backend=None, **kw):
+            if backend in (None, "gpu", "cuda") and not args:
+                return [H200()]
+            return real(*args, backend=backend, **kw)
+
+        return devices
+
+    monkeypatch.setattr(jax, "devices", gpu_first(cpu_devices))
+    monkeypatch.setattr(jax, "local_devices", gpu_first(cpu_local))
+    assert device_identity("gpu") == ("NVIDIA H200", "sm_90")
+    agreed = []
+
+    def view(registered, local, device):
+        agreed.append((registered.platform, device))
+        return View((), device, "the job's agreed table (simulated)")
+
+    monkeypatch.setattr(_jax_compat, "distributed_job", lambda: (None, 0, 2))
+    monkeypatch.setattr(tuning_methods, "agreed_view", view)
+    x = jax.ShapeDtypeStruct((1000,), jnp.float32)
+    decision = scaled_add_p.dispatch(x, x, outs=x, alpha=2.0, platform="cpu")
+    assert decision.agreed == "the job's agreed table (simulated)"
+    assert set(agreed) == {("cpu", device_identity("cpu"))}
+    assert agreed[0][1][0].endswith(" cores)")  # the host CPU, not the H200
+
+
 def test_a_job_report_says_what_this_process_did():
     from polykernel.tuning.report import TuneReport
 

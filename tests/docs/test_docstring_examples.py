@@ -7,17 +7,21 @@ whole package (``docstring_runner.py``; ``ELLIPSIS | NORMALIZE_WHITESPACE``), ea
 docstring with empty globals and in an empty directory of its own: an example that
 uses a name it does not import fails with the ``NameError`` a reader copying it
 would get. The process gets the session's environment (private caches) with
-``JAX_PLATFORMS=cpu``, also under ``make test-gpu``.
+``JAX_PLATFORMS=cpu``, also under ``make test-gpu``, and the session's
+``PYTHONPATH`` after the source (a package installed there is found).
 
 A statement marked ``# doctest: +SKIP`` carries its reason, ``(needs WHAT: WHY)``
 (``test_every_skipped_example_says_why``). An example importing an optional package
-missing here (warp, triton) is skipped with the package's name, one that builds CUDA
-code when nvcc is missing with that; nothing else is.
+missing here (warp, triton) is skipped with the package's name — so is one of a
+backend's module that imports its package for it (``polykernel.backends.warp.types``
+calls ``import warp``; its examples do not) — one that builds CUDA code when nvcc is
+missing with that; nothing else is.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -25,7 +29,9 @@ from pathlib import Path
 
 import pytest
 from docstring_examples import SKIP_HELP, DocExample, docstring_examples
-from subprocess_support import REPO, SUPPORT, missing_optional
+from subprocess_support import REPO, SUPPORT, imported, missing_optional
+
+from polykernel import backends
 
 SRC = REPO / "src"
 RUNNER = SUPPORT / "docstring_runner.py"
@@ -39,10 +45,11 @@ def run_examples(
     """Run the modules' docstring examples in one process; results by name (a module
     that cannot be imported: ``{"error": ...}`` under the module's name)."""
     results = workdir / "results.jsonl"
+    path = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, str(RUNNER), str(results), str(workdir / "cwd"), *modules],
         cwd=workdir,
-        env={**env, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(pythonpath)},
+        env={**env, "JAX_PLATFORMS": "cpu", "PYTHONPATH": path},
         capture_output=True,
         text=True,
         timeout=900,
@@ -64,14 +71,25 @@ def run_examples(
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    import os
-
     modules = list(dict.fromkeys(e.module for e in EXAMPLES))
     return run_examples(modules, dict(os.environ), tmp_path_factory.mktemp("doc"))
 
 
+def _backend_needs(example: DocExample) -> tuple[str, ...]:
+    """The packages of the built-in backend whose subpackage holds the example's
+    module that the module imports (on the example's behalf)."""
+    parts = example.module.split(".")
+    if parts[:2] != ["polykernel", "backends"] or len(parts) < 3:
+        return ()
+    backend = backends.lookup(parts[2]) if parts[2] in backends.BUILTIN else None
+    if backend is None:
+        return ()
+    uses = imported(example.path.read_text(encoding="utf-8"))
+    return tuple(m for m in backend.modules if m in uses)
+
+
 def _requirement_missing(example: DocExample) -> str | None:
-    if missing := missing_optional(example.text):
+    if missing := missing_optional(example.text, needs=_backend_needs(example)):
         return f"needs {', '.join(missing)}, not installed here"
     if "load_cuda_" in example.text and shutil.which("nvcc") is None:
         return "builds CUDA code: nvcc not found"
@@ -118,6 +136,23 @@ def test_every_skipped_example_says_why():
         for line, source in e.skips_without_reason()
     ]
     assert not bad, f"+SKIP without a reason; write {SKIP_HELP}:\n" + "\n".join(bad)
+
+
+def test_a_backends_examples_are_skipped_where_its_package_is_missing(monkeypatch):
+    # A machine without warp-lang, simulated: the warp.types examples never import
+    # warp themselves, yet they need it; warp_rows says whether it is installed.
+    import subprocess_support
+
+    monkeypatch.setattr(subprocess_support, "installed", lambda m: m != "warp")
+    by_name = {e.name: e for e in EXAMPLES}
+    for name in ("types.jaxtype_to_warptype", "types.jaxinfo_to_warpinfo",
+                 "kernel.warp_kernel"):  # fmt: skip
+        example = by_name[f"polykernel.backends.warp.{name}"]
+        assert _requirement_missing(example) == "needs warp, not installed here"
+    for name in ("polykernel.backends.warp.info.warp_rows",
+                 "polykernel.backends.numba.kernel.numba_kernel",
+                 "polykernel.core.primitive.XLACustomKernel"):  # fmt: skip
+        assert _requirement_missing(by_name[name]) is None
 
 
 def test_the_package_has_examples():
@@ -212,7 +247,20 @@ def test_examples_run_with_empty_globals_each_in_its_own_directory(
     synthetic, run_env: dict[str, str], tmp_path: Path
 ):
     src, examples = synthetic
-    found = run_examples(["docpkg.mod", "docpkg.missing"], run_env, tmp_path, src)
+    # A package found only through the session's PYTHONPATH (as warp-lang from
+    # PYTHONPATH=/tmp/site under make test-gpu) is importable by the examples.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitepkg.py").write_text("VALUE = 7\n")
+    (src / "docpkg" / "site_user.py").write_text(
+        '"""\n>>> import sitepkg\n>>> sitepkg.VALUE\n7\n"""\n'
+    )
+    path = os.pathsep.join(filter(None, [str(site), run_env.get("PYTHONPATH")]))
+    run_env = {**run_env, "PYTHONPATH": path}
+    found = run_examples(
+        ["docpkg.mod", "docpkg.missing", "docpkg.site_user"], run_env, tmp_path, src
+    )
+    assert found.pop("docpkg.site_user")["failed"] == 0
     assert "No module named 'docpkg.missing'" in found["docpkg.missing"]["error"]
     assert {e.name for e in examples} == {k for k, v in found.items() if "event" in v}
     failed = {k: v["failed"] for k, v in found.items() if "event" in v}

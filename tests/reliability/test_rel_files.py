@@ -345,11 +345,11 @@ print("all correct")
 """
 
 NUMBA_DAMAGE = {
-    "truncated-object": lambda e: _truncate(e / "handler.o"),
-    "garbage-object": lambda e: (e / "handler.o").write_bytes(
-        os.urandom((e / "handler.o").stat().st_size)
+    "truncated-object": lambda e: _truncate(e / "handler.so"),
+    "garbage-object": lambda e: (e / "handler.so").write_bytes(
+        os.urandom((e / "handler.so").stat().st_size)
     ),
-    "missing-object": lambda e: (e / "handler.o").unlink(),
+    "missing-object": lambda e: (e / "handler.so").unlink(),
     "garbage-meta": lambda e: (e / "meta.json").write_text("{oops"),
     "meta-is-a-list": lambda e: (e / "meta.json").write_text("[1, 2]"),
     "meta-missing-fields": lambda e: _edit_meta(e, drop="externals"),

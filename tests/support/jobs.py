@@ -63,7 +63,11 @@ def start_job(
             POLYKERNEL_CONFIG_DIR=str(home / "config"),
             POLYKERNEL_CACHE_DIR=str(home / "cache"),
             NUMBA_CACHE_DIR=str(home / "numba"),
-            PYTHONPATH=str(REPO / "src"),
+            # The source first, then this process's path (a package installed
+            # there, e.g. warp-lang, is seen by the workers too: the same kernels).
+            PYTHONPATH=os.pathsep.join(
+                filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])
+            ),
             NUMBA_THREADING_LAYER="omp",
             POLYKERNEL_JOB_TIMEOUT="6",
         )

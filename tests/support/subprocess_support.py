@@ -51,17 +51,29 @@ OPTIONAL_PACKAGES = ("warp", "triton", "numba")
 _IMPORT = re.compile(r"^\s*(?:>>> |\.\.\. )?(import|from)\s+([^#\n]+)", re.M)
 
 
-def missing_optional(
-    source: str, optional: tuple[str, ...] = OPTIONAL_PACKAGES
-) -> list[str]:
-    """The packages of ``optional`` that ``source`` imports and are not installed.
-
-    Reads ``import a.b as c, d`` and ``from a.b import c`` lines (top-level names).
-    """
-    imported = set()
+def imported(source: str) -> set[str]:
+    """The top-level names ``source`` imports: ``import a.b as c, d`` and ``from
+    a.b import c`` lines, doctest's ``>>>``/``...`` lines and indented ones too."""
+    names = set()
     for kind, rest in _IMPORT.findall(source):
-        names = rest.split(" import ")[0] if kind == "from" else rest
-        for name in names.split(","):
+        found = rest.split(" import ")[0] if kind == "from" else rest
+        for name in found.split(","):
             if words := name.split():
-                imported.add(words[0].split(".")[0])
-    return [m for m in optional if m in imported and not importlib.util.find_spec(m)]
+                names.add(words[0].split(".")[0])
+    return names
+
+
+def installed(package: str) -> bool:
+    """Whether ``package`` can be imported here (nothing is imported)."""
+    return importlib.util.find_spec(package) is not None
+
+
+def missing_optional(
+    source: str,
+    optional: tuple[str, ...] = OPTIONAL_PACKAGES,
+    needs: tuple[str, ...] = (),
+) -> list[str]:
+    """The packages of ``optional`` that ``source`` imports (see :func:`imported`),
+    or that ``needs`` names, and are not installed."""
+    wanted = imported(source) | set(needs)
+    return [m for m in optional if m in wanted and not installed(m)]

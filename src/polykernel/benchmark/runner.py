@@ -40,7 +40,9 @@ def _device(platform: str) -> Any:
     try:
         return jax.local_devices(backend=platform)[0]
     except RuntimeError as err:
-        have = sorted({d.platform for d in jax.devices()})
+        from .._jax_compat import all_devices
+
+        have = sorted({d.platform for d in all_devices()})
         raise BenchmarkValueError(
             f"benchmark: platform '{platform}' is not available to JAX in this "
             f"process (available: {have}). Run on a machine with that platform or "

@@ -62,11 +62,12 @@ def gather_info() -> dict[str, Any]:
     """
     import jax
 
+    from .._jax_compat import all_devices
     from .._version import __version__, installed_version
     from ..dispatch.table import tuned_path
     from ..settings import paths as config
 
-    devices = jax.devices()
+    devices = all_devices()
     gpu = any(platform_of(d.platform) == Platform.GPU for d in devices)
     return {
         "versions": {

@@ -47,6 +47,9 @@ def legacy_path() -> Path:
 
 
 def _warn_once(key: str, message: str, category: type[Warning]) -> None:
+    """Warn unless ``key`` was warned about in this process: a damaged file's key
+    is its message (the file and its problem), so the same file damaged another
+    way is warned about again."""
     with _lock:
         if key in _warned:
             return
@@ -79,9 +82,11 @@ def legacy_entries() -> dict[str, list[Entry]]:
     try:
         return _files.get(path, lambda text: _entries(path, text)) or {}
     except FileProblem as err:
-        _warn_once(f"{path}:{err}", f"polykernel saved defaults {path}: {err}; they "
-                   f"are ignored. Move it away or delete it.",
-                   TuningWarning)  # fmt: skip
+        message = (
+            f"polykernel saved defaults {path}: {err}; they are ignored. Move it "
+            f"away or delete it."
+        )
+        _warn_once(message, message, TuningWarning)
         return {}
 
 
@@ -89,9 +94,12 @@ def _entries(path: Path, text: str) -> dict[str, list[Entry]]:
     try:
         pairs = _pairs(json.loads(text))
     except (ValueError, RecursionError) as err:
-        _warn_once(f"{path}:bad", f"polykernel saved defaults {path}: not a saved-"
-                   f"defaults file ({str(err)[:80]}); it is ignored. Delete it "
-                   f"(`polykernel defaults clear` does).", TuningWarning)  # fmt: skip
+        message = (
+            f"polykernel saved defaults {path}: not a saved-defaults file "
+            f"({str(err)[:80]}); it is ignored. Delete it (`polykernel defaults "
+            f"clear` does)."
+        )
+        _warn_once(message, message, TuningWarning)
         pairs = []
     entries: dict[str, list[Entry]] = {}
     for name, platform, backend in pairs:

@@ -46,7 +46,7 @@ CHECKS = (
 def present_platforms() -> dict[str, Any]:
     """Our platform name -> the first JAX device of it, for devices present."""
     found: dict[str, Any] = {}
-    for device in jax.devices():
+    for device in jc.all_devices():
         found.setdefault(platform_of(device.platform) or device.platform, device)
     return found
 
