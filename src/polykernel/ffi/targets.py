@@ -40,6 +40,7 @@ from typing import Any
 
 from ..errors import KernelRegistrationError
 from ..platforms import XlaPlatform, xla_platform
+from .artefact import Artefact
 
 __all__ = [
     "Reviver",
@@ -74,6 +75,8 @@ class Target:
         address: the handler's address.
         portable: a new process can register it again from the cache alone.
         note: why it is not portable (empty when it is).
+        artefact: the shared object holding the handler, loadable with no
+            compiler (:mod:`.artefact`), when the backend built one.
     """
 
     name: str
@@ -84,6 +87,7 @@ class Target:
     address: int
     portable: bool = True
     note: str = ""
+    artefact: Artefact | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ def register(
     owner: Any = None,
     portable: bool = True,
     note: str = "",
+    artefact: Artefact | None = None,
 ) -> bool:
     """Register the handler at ``address`` as FFI target ``name`` on ``platform``.
 
@@ -160,7 +165,7 @@ def register(
             )
         _hand_to_xla(name, address, xla, backend, label)
         _targets[(name, xla)] = Target(
-            name, xla, identity, backend, label, address, portable, note
+            name, xla, identity, backend, label, address, portable, note, artefact
         )
         _keepalive.append(owner)
         return True

@@ -71,7 +71,8 @@ def test_builds_for_sm80_and_sm90_and_the_spec_matches_the_entry_parameters():
 
 
 @pytest.mark.slow
-def test_registers_with_the_native_launcher_and_lowers_for_cuda():
+def test_registers_with_the_native_launcher_and_lowers_for_cuda(monkeypatch):
+    monkeypatch.setenv("POLYKERNEL_CUDA_ARCH", "90")  # lowered here without a GPU
     from polykernel.launcher import register_gpu_kernel
 
     build = build_cuda(saxpy, ["sm_80", "sm_90"])
@@ -105,7 +106,8 @@ def test_registers_with_the_native_launcher_and_lowers_for_cuda():
 
 
 @pytest.mark.slow
-def test_each_scalar_value_gets_its_own_launch_template():
+def test_each_scalar_value_gets_its_own_launch_template(monkeypatch):
+    monkeypatch.setenv("POLYKERNEL_CUDA_ARCH", "90")  # lowered here without a GPU
     from polykernel.contract.platform_context import lowering_for
 
     f = pk.warp_kernel(saxpy, jax.ShapeDtypeStruct((N,), jnp.float32))

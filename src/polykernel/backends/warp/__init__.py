@@ -4,7 +4,9 @@
 - :mod:`.plan`: parameter mapping and the C layout of Warp's structs (pure);
 - :mod:`.call_check`: checks of a call against the kernel's parameters;
 - :mod:`.kernel`: :func:`warp_kernel` / :class:`WarpKernel`;
-- :mod:`.cpu_target`, :mod:`.cpu_handler`: the GIL-free CPU FFI handler;
+- :mod:`.cpu_target`, :mod:`.cpu_handler`, :mod:`.linked`: the GIL-free CPU FFI
+  handler, named without a build, linked with Warp's CPU object into a shared
+  object kept in the cache (:mod:`.cache`);
 - :mod:`.revive`: its CPU targets registered again in a new process;
 - :mod:`.gpu_target`, :mod:`.gpu_build`: Warp's ahead-of-time CUDA build run by
   the native GPU launcher;

@@ -1,8 +1,9 @@
 """The ``warp`` backend's protocol object: Warp's CPU device and CUDA GPUs.
 
-Its CPU targets (``pk_warp_<24 hex>``) are handlers JIT-compiled around Warp's CPU
-build; :mod:`.revive` registers them again in a new process from the copy of that
-build kept in polykernel's cache.
+Its CPU targets (``pk_warp_<24 hex>``) are handlers linked with Warp's CPU build
+into one shared object kept in polykernel's cache (:mod:`.linked`), loaded again
+by a new process, or by :mod:`.revive` in one that never saw the kernel, with
+neither Warp nor llvmlite.
 """
 
 from __future__ import annotations

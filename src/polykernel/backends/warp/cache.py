@@ -1,10 +1,18 @@
-"""Warp CPU builds in polykernel's cache: what a new process needs to revive a target.
+"""Warp CPU builds in polykernel's cache: what a process needs to register a target.
 
-When a Warp CPU target is registered, :func:`save` keeps (section ``warp``, one entry
-per target name) a copy of the object file Warp built for the kernel's module and
-what the handler was built from: the target name's parts, the entry symbol, the
-parameter plan, the call signature and the launch grid. :func:`read` gives them
-back, verified (:mod:`polykernel.cache.entries`); :mod:`.revive` uses them.
+Section ``warp`` holds two kinds of entries, each with what the handler was built
+from (the target name's parts, Warp's version, the entry symbol, the parameter
+plan, the call signature and the launch grid):
+
+- ``<target>``: a copy of the object file Warp built for the kernel's module
+  (:func:`save`, :func:`read`), from which a handler can be built again;
+- ``<target>-<env>``: the handler linked with that object into one shared object
+  (:func:`save_linked`, :func:`read_linked`), with the requirements of the machine
+  and jaxlib it was built for (``env`` digests those that must match exactly:
+  :func:`polykernel.backends.warp.linked.key`); loading it needs neither Warp nor
+  llvmlite.
+
+Entries are published and verified by :mod:`polykernel.cache.entries`.
 """
 
 from __future__ import annotations
@@ -23,12 +31,24 @@ from ...cache.entries import (
 from ...ffi.handler_ir.signature import Signature
 from .plan import ArgPlan, KernelPlan
 
-__all__ = ["OBJECT", "SECTION", "Saved", "read", "save"]
+__all__ = [
+    "LIBRARY",
+    "OBJECT",
+    "SECTION",
+    "Saved",
+    "object_bytes",
+    "read",
+    "read_linked",
+    "save",
+    "save_linked",
+]
 
 #: The cache section holding Warp CPU objects.
 SECTION = "warp"
 #: The object file's name in an entry.
 OBJECT = "module.o"
+#: The linked handler's name in an entry.
+LIBRARY = "handler.so"
 log = logging.getLogger(__name__)
 
 
@@ -73,45 +93,79 @@ def _sig(data: dict[str, Any]) -> Signature:
     )
 
 
-def save(target: str, parts: dict[str, Any], module_exec: Any) -> bool:
-    """Keep what :func:`revive` needs for ``target`` (best effort).
-
-    ``parts`` holds the target name's parts (``digest``, ``name``, ``launch``),
-    ``entry`` (the symbol), ``plan``, ``sig`` and ``label``.
-    """
-    if (entry_path(SECTION, target) / "meta.json").exists():
-        return True
+def object_bytes(module_exec: Any) -> bytes:
+    """The object file Warp built for ``module_exec`` (empty when unreadable)."""
     path = getattr(module_exec, "binary_path", None)
     try:
-        data = Path(path).read_bytes() if path else b""
+        return Path(path).read_bytes() if path else b""
     except OSError as err:
-        log.debug("warp: no CPU object to keep for %s: %s", target, err)
-        return False
-    if not data:
-        return False
-    import warp
+        log.debug("warp: cannot read Warp's CPU object %s: %s", path, err)
+        return b""
 
-    meta = {
+
+def _meta(target: str, parts: dict[str, Any]) -> dict[str, Any]:
+    launch = parts["launch"]
+    return {
         "target": target,
         "digest": parts["digest"],
         "name": parts["name"],
-        "launch": list(parts["launch"]) if isinstance(parts["launch"], tuple)
-        else parts["launch"],
+        "launch": list(launch) if isinstance(launch, tuple) else launch,
         "entry": parts["entry"],
         "label": parts["label"],
         "plan": _plan_json(parts["plan"]),
         "sig": _sig_json(parts["sig"]),
-        "warp": warp.__version__,
+        "warp": parts["warp"],
     }
-    return publish_entry(SECTION, target, {OBJECT: data}, meta) is not None
+
+
+def save(target: str, parts: dict[str, Any], data: bytes) -> bool:
+    """Keep Warp's object ``data`` for ``target`` (best effort).
+
+    ``parts`` holds the target name's parts (``digest``, ``name``, ``launch``,
+    ``warp``: Warp's version), ``entry`` (the symbol), ``plan``, ``sig`` and
+    ``label``.
+    """
+    if (entry_path(SECTION, target) / "meta.json").exists():
+        return True
+    if not data:
+        return False
+    return (
+        publish_entry(SECTION, target, {OBJECT: data}, _meta(target, parts)) is not None
+    )
+
+
+def save_linked(
+    key: str, target: str, parts: dict[str, Any], library: bytes, requires: Any
+) -> Path | None:
+    """Publish the linked handler of ``target`` as entry ``key``; its folder, or None
+    when the cache cannot be written. ``requires``: its
+    :class:`~polykernel.ffi.artefact.Requirements`."""
+    meta = {
+        **_meta(target, parts),
+        "symbol": target,
+        "requires": _requires_json(requires),
+    }
+    return publish_entry(SECTION, key, {LIBRARY: library}, meta)
+
+
+def _requires_json(requires: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    data = asdict(requires)
+    data["isa"] = list(requires.isa)
+    return data
 
 
 class Saved:
-    """What :func:`save` kept for one target, read back."""
+    """What :func:`save` or :func:`save_linked` kept for one target, read back."""
 
-    def __init__(self, data: bytes, meta: dict[str, Any]) -> None:
-        self.object = data
+    def __init__(self, data: bytes, meta: dict[str, Any], path: Path,
+                 readonly: bool) -> None:  # fmt: skip
+        self.object = data  # Warp's object, or the linked handler
         self.meta = meta
+        self.path = path  # the entry's folder
+        self.readonly = readonly
+        self.target = str(meta["target"])
         self.digest = str(meta["digest"])
         self.name = str(meta["name"])
         launch = meta["launch"]
@@ -120,17 +174,43 @@ class Saved:
         self.label = str(meta["label"])
         self.plan = _plan(meta["plan"])
         self.sig = _sig(meta["sig"])
-        self.warp = meta.get("warp")
+        self.warp = str(meta["warp"])
+
+    def parts(self) -> dict[str, Any]:
+        """The ``parts`` :func:`save` was given."""
+        keys = ("digest", "name", "launch", "entry", "label", "plan", "sig", "warp")
+        return {k: getattr(self, k) for k in keys}
+
+    def requires(self) -> Any:
+        """The linked handler's :class:`~polykernel.ffi.artefact.Requirements`."""
+        from ...ffi.artefact import Requirements
+
+        data = dict(self.meta["requires"])
+        data["isa"] = tuple(str(x) for x in data.get("isa", ()))
+        return Requirements(**data)
+
+
+def _read(key: str, name: str) -> Saved | None:
+    found = read_entry(SECTION, key)
+    if found is None:
+        return None
+    try:
+        saved = Saved(found.files[name], found.meta, found.path, found.readonly)
+        if name == LIBRARY:
+            saved.requires()  # a malformed record is a damaged entry, here
+        return saved
+    except (KeyError, TypeError, ValueError) as err:
+        entry_fault(DAMAGED, f"'{found.path}' is not a Warp entry ({err!r})")
+        return None
 
 
 def read(target: str) -> Saved | None:
-    """The saved parts of ``target``, verified; None when the cache has none."""
-    found = read_entry(SECTION, target)
-    if found is None:
-        return None
-    files, meta = found.files, found.meta
-    try:
-        return Saved(files[OBJECT], meta)
-    except (KeyError, TypeError, ValueError) as err:
-        entry_fault(DAMAGED, f"'{found.path}' is not a Warp object's entry ({err!r})")
-        return None
+    """Warp's object for ``target`` and its parts, verified; None when the cache has
+    none."""
+    return _read(target, OBJECT)
+
+
+def read_linked(key: str) -> Saved | None:
+    """The linked handler of entry ``key`` and its parts, verified; None when the
+    cache has none."""
+    return _read(key, LIBRARY)

@@ -1,16 +1,17 @@
 """The XLA FFI handler of a Warp kernel on CPU: LLVM IR around Warp's entry point.
 
 Warp compiles a kernel for its CPU device into native code with the entry point
-``<name>_cpu_forward(launch_bounds_t<N>*, wp_args_<name>*)``. The handler built
+``<name>_cpu_forward(launch_bounds_t<N>*, wp_args_<name>*)``. The handler generated
 here (with :func:`polykernel.ffi.handler_ir.handler.define_handler`: frame checks,
 ``vmap`` batch loop, error paths) fills both structs on its stack from the call
-frame and calls that address directly: no Python and no GIL per call, like the
-Numba handler. It is JIT-compiled with llvmlite's MCJIT in this process (Warp's
-code lives in Warp's own loader at an address of this process, so the handler is
-never written to disk; building it takes milliseconds).
+frame and calls the entry: no Python and no GIL per call, like the Numba handler.
 
-The Warp module executable that owns the entry point is kept alive with the
-handler: Warp unloads a module's code when its executable is collected.
+:func:`handler_module` calls the entry either by symbol name (a declaration,
+resolved when :mod:`.linked` links the handler with Warp's object into one shared
+object: the usual path) or at an address of this process (:func:`build_cpu_handler`,
+JIT-compiled with llvmlite's MCJIT around Warp's own loaded module: the fallback
+where no C compiler can link; Warp unloads a module's code when its executable is
+collected, so that executable is kept alive with the handler).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from .plan import (
 )
 from .types import INSTALL_HINT
 
-__all__ = ["CpuHandler", "build_cpu_handler"]
+__all__ = ["CpuHandler", "build_cpu_handler", "handler_module", "llvm"]
 
 _lock = threading.Lock()
 _handlers: dict[str, CpuHandler] = {}
@@ -42,6 +43,11 @@ _CAPI = (
     "PyErr_Fetch", "PyErr_NormalizeException", "PyObject_CallFunction",
 )  # fmt: skip
 _llvm_ready = False
+_NOT_CACHED = (
+    "the cache holds no copy of Warp's CPU object for it (it could not be "
+    "written); define the kernel in that process"
+)
+_llvm_lock = threading.Lock()
 
 
 @dataclass
@@ -53,32 +59,36 @@ class CpuHandler:
     owners: tuple[Any, ...]  # the MCJIT engine and Warp's module executable
 
 
-def _llvm() -> Any:
+def llvm() -> Any:
     """llvmlite's binding, initialised once, with the C-API symbols the error
-    paths call made known to the JIT explicitly (they are not always exported)."""
+    paths call made known to MCJIT explicitly (its resolver does not search the
+    executable's own symbols everywhere; a linked handler leaves them to the
+    dynamic loader, like any extension module)."""
     global _llvm_ready
     try:
-        import llvmlite.binding as llvm
+        import llvmlite.binding as binding
     except ImportError as err:
         raise BackendUnavailableError(
             "polykernel warp backend: the CPU handler needs 'llvmlite' (import "
             f"failed: {err}). Install it with: {INSTALL_HINT}"
         ) from err
-    if not _llvm_ready:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        for name in _CAPI:
-            fn = getattr(ctypes.pythonapi, name)
-            llvm.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
-        _llvm_ready = True
-    return llvm
+    with _llvm_lock:
+        if not _llvm_ready:
+            binding.initialize_native_target()
+            binding.initialize_native_asmprinter()
+            for name in _CAPI:
+                fn = getattr(ctypes.pythonapi, name)
+                binding.add_symbol(name, ctypes.cast(fn, ctypes.c_void_p).value)
+            _llvm_ready = True
+    return binding
 
 
-def emit_warp_call(plan: KernelPlan, sig: Signature, entry: int, launch: Any):
+def emit_warp_call(plan: KernelPlan, sig: Signature, entry: int | str, launch: Any):
     """The ``emit_call`` hook: fill the structs, call ``entry``, return NULL.
 
-    ``launch`` is a tuple of launch dims (ints) or the index of the buffer whose
-    core dims are the launch dims.
+    ``entry`` is the entry point's symbol (declared in the module, resolved by the
+    linker) or its address in this process. ``launch`` is a tuple of launch dims
+    (ints) or the index of the buffer whose core dims are the launch dims.
     """
     from llvmlite import ir
 
@@ -140,7 +150,11 @@ def emit_warp_call(plan: KernelPlan, sig: Signature, entry: int, launch: Any):
         store(b, bounds, size_at, b.mul(size, mult), I64)
         store(b, bounds, mult_at, mult, I64)
         fnty = ir.FunctionType(ir.VoidType(), [PTR, PTR])
-        fn = b.inttoptr(const(entry), fnty.as_pointer())
+        if isinstance(entry, str):
+            module = b.module
+            fn = module.globals.get(entry) or ir.Function(module, fnty, name=entry)
+        else:
+            fn = b.inttoptr(const(entry), fnty.as_pointer())
         b.call(fn, [bounds, blob])
         return ir.Constant(PTR, None)
 
@@ -153,6 +167,32 @@ def _itemsize(dtype: str) -> int:
     return ITEMSIZE[dtype]
 
 
+def handler_module(
+    tm: Any,
+    target: str,
+    sig: Signature,
+    label: str,
+    plan: KernelPlan,
+    entry: int | str,
+    launch: Any,
+) -> Any:
+    """The verified LLVM module of ``target``'s handler for target machine ``tm``
+    (``entry``: see :func:`emit_warp_call`)."""
+    from llvmlite import ir
+
+    from ...ffi.handler_ir.handler import define_handler
+
+    binding = llvm()
+    module = ir.Module(name=target)
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    define_handler(module, target, sig, label,
+                   emit_warp_call(plan, sig, entry, launch))  # fmt: skip
+    parsed = binding.parse_assembly(str(module))
+    parsed.verify()
+    return parsed
+
+
 def build_cpu_handler(
     target: str,
     sig: Signature,
@@ -163,26 +203,17 @@ def build_cpu_handler(
     module_exec: Any,
     portable: bool = True,
 ) -> CpuHandler:
-    """Build (once per process and ``target``) and register the handler;
+    """JIT-compile (once per process and ``target``) and register the handler
+    around ``entry``, an address in this process (the fallback path);
     ``portable`` says whether a copy of Warp's object is in the cache."""
     with _lock:
         known = _handlers.get(target)
         if known is not None:
             return known
-        llvm = _llvm()
-        from llvmlite import ir
-
-        from ...ffi.handler_ir.handler import define_handler
-
-        module = ir.Module(name=target)
-        tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
-        module.triple = tm.triple
-        module.data_layout = str(tm.target_data)
-        define_handler(module, target, sig, label,
-                       emit_warp_call(plan, sig, entry, launch))  # fmt: skip
-        parsed = llvm.parse_assembly(str(module))
-        parsed.verify()
-        engine = llvm.create_mcjit_compiler(parsed, tm)
+        binding = llvm()
+        tm = binding.Target.from_default_triple().create_target_machine(opt=2)
+        parsed = handler_module(tm, target, sig, label, plan, entry, launch)
+        engine = binding.create_mcjit_compiler(parsed, tm)
         engine.finalize_object()
         address = engine.get_function_address(target)
         handler = CpuHandler(target, address, (engine, tm, module_exec))
@@ -195,8 +226,7 @@ def build_cpu_handler(
             label=label,
             owner=handler,
             portable=portable,
-            note="" if portable else "the cache holds no copy of Warp's CPU object "
-            "for it (it could not be written); define the kernel in that process",
+            note="" if portable else _NOT_CACHED,
         )
         _handlers[target] = handler
         return handler

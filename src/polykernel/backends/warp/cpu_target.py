@@ -1,26 +1,42 @@
-"""The CPU FFI target of a (Warp kernel, signature): load Warp's CPU build, wrap it.
+"""The CPU FFI target of a (Warp kernel, signature): named first, built on a miss.
 
-The target name is derived from content only (Warp's module hash, the kernel's
-mangled name, the signature and the launch grid), so a program compiled in one
-process (JAX's persistent cache, ``jax.export``) finds the same name in the next,
-where this module builds and registers the handler again around that process's
-copy of the kernel — or, in a process that never defined it, :mod:`.revive` does
-from the copy of Warp's object :mod:`.cache` keeps in the cache.
+The target name is derived from content only (:mod:`.names`), so a program
+compiled in one process (JAX's persistent cache, ``jax.export``) finds the same
+name in the next. Naming needs no build: Warp hashes a module from its kernels'
+source and options (well under a millisecond, no native library, no runtime), as
+its own loader does before it looks in its cache. With the name, a process loads
+the kernel's linked handler from polykernel's cache (:mod:`.linked`): no Warp
+build or runtime, no llvmlite, no process started.
+
+On a miss, Warp builds the module for its CPU device; the handler is linked with
+Warp's object into one shared object, cached and loaded (:func:`.linked.build`).
+Where no C compiler can link, the handler is JIT-compiled with llvmlite around
+Warp's loaded module instead (:func:`.cpu_handler.build_cpu_handler`). Either
+way a copy of Warp's object is kept (:mod:`.cache`): :mod:`.revive` builds the
+handler again from it in a process under another jaxlib.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from typing import Any
 
-from ...errors import KernelCompilationError
-from ...ffi import abi
+from ...errors import (
+    CompilationError,
+    HostCompilerNotFoundError,
+    KernelCompilationError,
+)
+from ...ffi import targets
 from ...ffi.handler_ir.signature import Signature
-from ...ffi.naming import target_name
-from .types import import_warp
+from .names import target_for
+from .types import import_warp, init_warp
 
-__all__ = ["cpu_target", "launch_rank", "load_cpu", "target_for"]
+__all__ = ["cpu_target", "kernel_names", "launch_rank", "load_cpu"]
 
-_TEMPLATE_VERSION = "1"  # bump when the generated handler changes meaning
+log = logging.getLogger(__name__)
+# Warp builds a module for its CPU device with one thread per block.
+_CPU_BLOCK_DIM = 1
 
 
 def load_cpu(kernel: Any) -> tuple[Any, int, str]:
@@ -34,7 +50,7 @@ def load_cpu(kernel: Any) -> tuple[Any, int, str]:
     """
     import ctypes
 
-    wp = import_warp()
+    wp = init_warp()
     if not wp.is_cpu_available():
         raise KernelCompilationError(
             f"warp_kernel '{kernel.key}': this Warp build has no CPU support "
@@ -42,7 +58,7 @@ def load_cpu(kernel: Any) -> tuple[Any, int, str]:
             f"with its LLVM/Clang CPU backend."
         )
     try:
-        module_exec = kernel.module.load(wp.get_device("cpu"), 1)
+        module_exec = kernel.module.load(wp.get_device("cpu"), _CPU_BLOCK_DIM)
         hooks = module_exec.get_kernel_hooks(kernel) if module_exec else None
     except Exception as err:
         raise KernelCompilationError(
@@ -56,9 +72,25 @@ def load_cpu(kernel: Any) -> tuple[Any, int, str]:
             f"Warp's kernel cache with wp.clear_kernel_cache())."
         )
     address = ctypes.cast(hooks.forward, ctypes.c_void_p).value or 0
-    module_hash = module_exec.module_hash
-    digest = module_hash.hex() if isinstance(module_hash, bytes) else str(module_hash)
-    return module_exec, address, digest
+    return module_exec, address, _hex(module_exec.module_hash)
+
+
+def _hex(digest: Any) -> str:
+    return digest.hex() if isinstance(digest, bytes) else str(digest)
+
+
+def kernel_names(kernel: Any) -> tuple[str, str] | None:
+    """``(module hash hex, mangled name)`` of ``kernel``'s CPU build, as Warp's
+    loader computes them, without building; None where this Warp does not expose
+    them (the name then comes from a build)."""
+    try:
+        module = kernel.module
+        digest = module.get_module_hash(_CPU_BLOCK_DIM)
+        kernel_hash = module.hashers[_CPU_BLOCK_DIM].kernel_hashes[kernel]
+        return _hex(digest), str(kernel.get_mangled_name(kernel_hash=kernel_hash))
+    except Exception as err:  # Warp's internals differ: name it from a build
+        log.debug("warp: cannot name %r without a build: %r", kernel, err)
+        return None
 
 
 def launch_rank(kernel: Any) -> int:
@@ -73,32 +105,41 @@ def launch_rank(kernel: Any) -> int:
     return int(rank)
 
 
-def target_for(digest: str, name: str, sig: Signature, launch: Any) -> str:
-    """The content-derived target name of a Warp CPU handler."""
-    return target_name(
-        "pk_warp",
-        digest,
-        name,
-        sig.key(),
-        repr(launch),
-        _TEMPLATE_VERSION,
-        f"{abi.API_MAJOR}.{abi.API_MINOR}",
-    )
-
-
 def cpu_target(owner: Any, sig: Signature, shapes: Any) -> tuple[str, dict]:
-    """Register the handler for ``sig`` and return ``(target name, {})``."""
-    import dataclasses
+    """Register the handler for ``sig`` (from the cache, else built) and return
+    ``(target name, {})``."""
+    from . import linked
 
-    from .cache import save
+    del shapes  # the handler reads them from the call frame
+    launch = owner.launch_dims if owner.launch_dims is not None else 0
+    version = str(import_warp().__version__)
+    names = kernel_names(owner.kernel)
+    if names is not None:
+        target = target_for(*names, sig, launch, version)
+        if linked.load(target):
+            return target, {}
+    return _build(owner, sig, launch, names, version), {}
+
+
+def _build(owner: Any, sig: Signature, launch: Any, names: Any, version: str) -> str:
+    from .cache import object_bytes, save
     from .cpu_handler import build_cpu_handler
 
     module_exec, address, digest = load_cpu(owner.kernel)
     plan = dataclasses.replace(owner.plan, launch_ndim=launch_rank(owner.kernel))
-    launch = owner.launch_dims if owner.launch_dims is not None else 0
     name = module_exec.get_kernel_mangled_name(owner.kernel)
-    target = target_for(digest, name, sig, launch)
-    # A new process registers the same handler from a copy of Warp's object.
+    entry = f"{name}_cpu_forward"
+    if names is not None and names != (digest, name):
+        # Options Warp resolves only once its runtime started (a sanitizer of its
+        # compiler) entered the hash. The name stays the one a process computes
+        # without starting Warp, so later ones find this build; the symbol is
+        # the build's.
+        log.debug("warp: %s was named %s before its build, %s after",
+                  owner.name, names, (digest, name))  # fmt: skip
+        digest, name = names
+    target = target_for(digest, name, sig, launch, version)
+    if targets.lookup(target, "cpu") is not None:
+        return target
     parts = {
         "digest": digest,
         "name": name,
@@ -106,9 +147,30 @@ def cpu_target(owner: Any, sig: Signature, shapes: Any) -> tuple[str, dict]:
         "plan": plan,
         "sig": sig,
         "label": owner.name,
-        "entry": f"{name}_cpu_forward",
+        "entry": entry,
+        "warp": version,
     }
-    portable = save(target, parts, module_exec)
+    data = object_bytes(module_exec)
+    # A process under another jaxlib links the handler again from this copy.
+    portable = save(target, parts, data)
+    if data and _linked(target, parts, data):
+        return target
     build_cpu_handler(target, sig, owner.name, plan, address, launch, module_exec,
                       portable)  # fmt: skip
-    return target, {}
+    return target
+
+
+def _linked(target: str, parts: dict[str, Any], data: bytes) -> bool:
+    """Build and register the linked handler; False: take the JIT path."""
+    from . import linked
+
+    try:
+        if linked.build(target, parts, data):
+            return True
+    except HostCompilerNotFoundError as err:
+        log.debug("warp: no C compiler to link %s (%s); its handler is JIT-"
+                  "compiled with llvmlite in this process", target, err)  # fmt: skip
+    except CompilationError as err:
+        log.warning("warp: linking the handler of %s failed; it is JIT-compiled "
+                    "in this process instead: %s", target, err)  # fmt: skip
+    return False

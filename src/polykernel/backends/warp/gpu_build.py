@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import KernelCompilationError
 from ...settings.cuda_arch import normalize_arch
-from .types import import_warp
+from .types import init_warp
 
 __all__ = ["CudaBuild", "build_cuda"]
 
@@ -46,7 +46,7 @@ def build_cuda(kernel: Any, archs: Sequence[Any]) -> CudaBuild:
     """
     from ...launcher.kernels import KernelImage
 
-    wp = import_warp()
+    wp = init_warp()  # NVRTC: Warp's runtime
     numbers = tuple(sorted({int(normalize_arch(a).rstrip("af")) for a in archs}))
     module = kernel.module
     block_dim = int(module.options.get("block_dim", 256) or 256)

@@ -14,13 +14,16 @@ marked ``slow``) and its launch tests are marked ``gpu``.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ...ffi.handler_ir.signature import Signature
-from ...platforms import Platform, platform_of
+from ...native.toolchain import ARCH_ENV, cuda_arches
+from ...settings.cuda_arch import normalize_arch
+from ...settings.preferences import pinned_cuda_arches
 from .plan import KernelPlan, array_bytes, array_shape, bounds_bytes, fold_launch
 
 __all__ = ["gpu_target", "launch_spec"]
@@ -70,11 +73,20 @@ def launch_spec(
 
 
 def _device_arch() -> str:
+    """The architecture to build for: the pinned or ``$POLYKERNEL_CUDA_ARCH`` one,
+    else the GPU's. The GPU is asked for by platform: ``jax.devices()`` lists only
+    the default platform's devices, which are the CPU's under
+    ``JAX_PLATFORMS=cpu,cuda`` (the fallback that gave sm_80 on an H200)."""
     import jax
 
-    gpus = [d for d in jax.devices() if platform_of(d.platform) == Platform.GPU]
+    if pinned_cuda_arches() or os.environ.get(ARCH_ENV, "").strip():
+        return cuda_arches(None)[0]
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:  # no GPU backend in this process
+        gpus = []
     cc = getattr(gpus[0], "compute_capability", None) if gpus else None
-    return str(cc or "80")
+    return normalize_arch(str(cc)) if cc else cuda_arches(None)[0]
 
 
 def gpu_target(owner: Any, sig: Signature, shapes: Any, values: Any) -> tuple:

@@ -13,8 +13,9 @@ place); a parameter named like a keyword of the call receives that scalar::
     f(x, y, alpha=2.0)
 
 On CPU the call is an FFI handler that calls Warp's compiled CPU entry point
-(``cpu_handler``); on a GPU it is our native launcher running Warp's ahead-of-time
-CUDA build (``gpu_build``). See ``docs/warp.md``.
+(``cpu_target``: one shared object with Warp's build, cached); on a GPU it is our
+native launcher running Warp's ahead-of-time CUDA build (``gpu_build``). See
+``docs/warp.md``.
 """
 
 from __future__ import annotations

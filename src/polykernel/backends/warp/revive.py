@@ -1,12 +1,17 @@
-"""Warp's CPU targets in a new process: from a copy of Warp's build in our cache.
+"""Warp's CPU targets in a new process: from polykernel's cache, without the kernel.
 
-A Warp CPU target (``pk_warp_<24 hex>``) is a handler JIT-compiled around the entry
-point of Warp's CPU build of the kernel's module. :mod:`.cache` keeps a copy of that
-object file and what the handler was built from when the target is registered. In a
-process that never saw the kernel, :func:`revive` loads the copy with Warp's own
-object loader, looks the entry up and builds the same handler around it — no Python
-kernel needed. The target name is recomputed from the stored parts first: an entry
-that does not hash to the name it is filed under is not used.
+A Warp CPU target (``pk_warp_<24 hex>``) is revived, in order, from:
+
+1. its linked handler built for this machine and jaxlib (:func:`.linked.load`):
+   loaded with :mod:`ctypes` alone, so neither Warp nor llvmlite need be
+   installed;
+2. the copy of Warp's object (:mod:`.cache`), linked again with a handler
+   generated for this jaxlib (llvmlite and a C compiler; no Warp), e.g. when the
+   program was exported under another jaxlib;
+3. that copy loaded with Warp's own object loader, the handler JIT-compiled
+   around it (Warp and llvmlite; no compiler).
+
+An entry that does not hash to the name it is filed under is never used.
 """
 
 from __future__ import annotations
@@ -16,10 +21,9 @@ import logging
 import threading
 from typing import Any
 
-from .cache import read
-from .cpu_handler import build_cpu_handler
-from .cpu_target import target_for
-from .types import import_warp
+from .cache import Saved, read
+from .linked import load
+from .names import target_for
 
 __all__ = ["revive"]
 
@@ -38,15 +42,36 @@ class _LoadedObject:
 def revive(target: str, program: str = "") -> bool:
     """Register Warp CPU target ``target`` from the cache; False when it cannot."""
     del program
+    if load(target):
+        return True
     saved = read(target)
     if saved is None:
         return False
-    wp = import_warp()
+    if target_for(saved.digest, saved.name, saved.sig, saved.launch,
+                  saved.warp) != target:  # fmt: skip
+        return False  # stored under a name its parts do not hash to
+    return _relink(target, saved) or _jit(target, saved)
+
+
+def _relink(target: str, saved: Saved) -> bool:
+    from ...errors import KernelError
+    from .linked import build
+
+    try:
+        return build(target, saved.parts(), saved.object)
+    except KernelError as err:  # no llvmlite, no compiler, a failed link
+        log.debug("warp: cannot link %s again here (%s)", target, err)
+        return False
+
+
+def _jit(target: str, saved: Saved) -> bool:
+    from .cpu_handler import build_cpu_handler
+    from .types import init_warp
+
+    wp = init_warp()
     if saved.warp != wp.__version__:
         log.debug("warp: %s was built by warp-lang %s", target, saved.warp)
         return False
-    if target_for(saved.digest, saved.name, saved.sig, saved.launch) != target:
-        return False  # stored under a name its parts do not hash to
     address, owner = _load(wp, saved.object, saved.entry)
     if not address:
         return False
@@ -61,7 +86,6 @@ def _load(wp: Any, data: bytes, entry: str) -> tuple[int, Any]:
 
     import warp._src.context as context
 
-    wp.init()
     llvm = getattr(context.runtime, "llvm", None)
     if llvm is None:  # this Warp build has no CPU loader
         return 0, None

@@ -23,6 +23,7 @@ from ...errors import (
 __all__ = [
     "WARP_DTYPES",
     "import_warp",
+    "init_warp",
     "jaxinfo_to_warpinfo",
     "jaxtype_to_warptype",
     "warp_dtype_name",
@@ -47,7 +48,11 @@ INSTALL_HINT = "pip install 'polykernel[warp]'"
 
 
 def import_warp() -> pytypes.ModuleType:
-    """Import Warp quietly (once).
+    """Import Warp quietly (once), without starting its runtime.
+
+    Defining, hashing and naming kernels needs no runtime; starting it loads Warp's
+    native libraries and asks ``platform.processor()``, which runs ``uname -p`` in
+    a new process: only a build does (:func:`init_warp`).
 
     Raises:
         BackendUnavailableError: (an ``ImportError``) Warp is not installed.
@@ -60,6 +65,16 @@ def import_warp() -> pytypes.ModuleType:
             f"(import warp failed: {err}). Install it with: {INSTALL_HINT}"
         ) from err
     _quiet(warp)
+    return warp
+
+
+def init_warp() -> pytypes.ModuleType:
+    """Import Warp quietly and start its runtime (once): what a build needs.
+
+    Raises:
+        BackendUnavailableError: (an ``ImportError``) Warp is not installed.
+    """
+    warp = import_warp()
     _init_without_driver_warning(warp)
     return warp
 

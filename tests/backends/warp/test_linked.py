@@ -1,0 +1,216 @@
+"""A Warp CPU kernel built once into a shared object that loads without Warp or
+llvmlite: its handler linked with Warp's object, kept in the cache, loaded by name.
+
+Each process here is fresh (``linked_child.py``), with caches of its own test: the
+first builds (Warp compiles, the handler is linked), the next ones only load.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from subprocess_support import last_json, run_python
+
+wp = pytest.importorskip("warp")
+pytest.importorskip("llvmlite")
+
+CHILD = Path(__file__).with_name("linked_child.py")
+X = list(range(16))
+
+
+@wp.kernel
+def _scaled(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
+            alpha: wp.float32, out: wp.array(dtype=wp.float32)):  # fmt: skip
+    i = wp.tid()
+    out[i] = alpha * x[i] - y[i]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "POLYKERNEL_CACHE_DIR": str(tmp_path / "pk"),
+        "WARP_CACHE_PATH": str(tmp_path / "warp"),
+    }
+
+
+def _child(env: dict[str, str], *args: object) -> dict:
+    return last_json(run_python(CHILD, *map(str, args), env=env, timeout=300))
+
+
+def _linked_entries(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "pk" / "warp").glob("pk_warp_*-*"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["user", "catalog"])
+def test_a_warm_process_loads_the_shared_object_and_builds_nothing(tmp_path, mode):
+    env = _env(tmp_path)
+    cold = _child(env, mode)
+    assert cold["out"] == [2.0 * x + 1 for x in X]
+    assert cold["artefact"] is not None and cold["warp_built"]
+    (entry,) = _linked_entries(tmp_path)
+    assert cold["artefact"]["library"] == str(entry / "handler.so")
+
+    warm = _child(env, mode)
+    assert warm["out"] == cold["out"] and warm["targets"] == cold["targets"]
+    assert warm["artefact"]["library"] == str(entry / "handler.so")
+    assert warm["artefact"]["sha256"] == cold["artefact"]["sha256"]
+    # No Warp build or runtime, no llvmlite (so no MCJIT), no process started.
+    assert not warm["warp_built"] and not warm["warp_runtime"]
+    assert not warm["llvmlite"]
+    assert warm["spawned"] == []
+
+
+@pytest.mark.slow
+def test_only_the_handler_is_exported(tmp_path):
+    _child(_env(tmp_path), "user")
+    (entry,) = _linked_entries(tmp_path)
+    meta = json.loads((entry / "meta.json").read_text())
+    library = ctypes.CDLL(str(entry / "handler.so"), mode=ctypes.RTLD_LOCAL)
+    assert getattr(library, meta["symbol"])  # the handler, named like its target
+    with pytest.raises(AttributeError):  # Warp's symbols stay inside
+        getattr(library, meta["entry"])
+
+
+@pytest.mark.slow
+def test_an_exported_program_runs_where_warp_and_llvmlite_cannot_be_imported(
+    tmp_path,
+):
+    env = _env(tmp_path)
+    exported = _child(env, "export", tmp_path)
+    loaded = _child(env, "run", tmp_path)
+    assert loaded["out"] == [4.0 * x for x in X]
+    assert not loaded["warp_imported"] and not loaded["llvmlite"]
+    assert loaded["artefact"] is not None and loaded["spawned"] == []
+    assert set(loaded["targets"]) <= set(exported["targets"])
+
+
+@pytest.mark.slow
+def test_a_target_built_without_a_compiler_is_linked_again_by_its_reviver(
+    tmp_path,
+):
+    # As when the program was exported under another jaxlib: the cache holds
+    # Warp's object but no shared object for this one. The reviver links one from
+    # that object with llvmlite and the C compiler; Warp is not needed.
+    env = _env(tmp_path)
+    _child(env, "export-nolinker", tmp_path)
+    assert _linked_entries(tmp_path) == []
+    loaded = _child(env, "run-llvmlite", tmp_path)
+    assert loaded["out"] == [4.0 * x for x in X]
+    assert not loaded["warp_imported"] and loaded["artefact"] is not None
+    (entry,) = _linked_entries(tmp_path)
+    assert loaded["artefact"]["library"] == str(entry / "handler.so")
+
+
+@pytest.mark.slow
+def test_without_a_compiler_the_handler_is_jit_compiled_then_linked_later(tmp_path):
+    env = _env(tmp_path)
+    jit = _child(env, "user-nolinker")
+    assert jit["out"] == [2.0 * x + 1 for x in X]
+    assert jit["artefact"] is None and jit["llvmlite"] and jit["portable"]
+    assert _linked_entries(tmp_path) == []
+    # A process that can link builds the shared object from Warp's own cache.
+    linked = _child(env, "user")
+    assert linked["targets"] == jit["targets"] and linked["artefact"] is not None
+
+
+def _damage_library(entry: Path) -> None:
+    (entry / "handler.so").write_bytes(b"not a library")
+
+
+def _foreign_ffi(entry: Path) -> None:
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["requires"]["ffi"] = "0" * 32
+    (entry / "meta.json").write_text(json.dumps(meta))
+
+
+def _junk_but_listed(entry: Path) -> None:
+    import hashlib
+
+    junk = b"\x7fELF junk that no loader takes"
+    (entry / "handler.so").write_bytes(junk)
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["files"]["handler.so"] = {
+        "size": len(junk),
+        "sha256": hashlib.sha256(junk).hexdigest(),
+    }
+    (entry / "meta.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("spoil", "cached"),
+    [(_damage_library, True), (_foreign_ffi, None), (_junk_but_listed, False)],
+    ids=["checksum", "requirements", "unloadable"],
+)
+def test_a_damaged_or_unfit_entry_is_a_miss_and_the_kernel_is_rebuilt(
+    tmp_path, spoil, cached
+):
+    env = _env(tmp_path)
+    first = _child(env, "user")
+    (entry,) = _linked_entries(tmp_path)
+    spoil(entry)
+    again = _child(env, "user")
+    assert again["out"] == first["out"] and again["targets"] == first["targets"]
+    assert again["artefact"]["sha256"] == first["artefact"]["sha256"]
+    in_cache = again["artefact"]["library"] == str(entry / "handler.so")
+    # A damaged entry is replaced. An entry that is valid but unfit here is kept
+    # (its key names the same content) and this process loads its own build: a
+    # private copy, or the entry's file when the bytes are the same.
+    assert cached is None or in_cache is cached
+
+
+#: The CPython C API a handler's error path may call: all of the stable ABI, so a
+#: library built under one CPython loads under another (resolved by name there).
+STABLE_ABI = {
+    "PyGILState_Ensure", "PyGILState_Release", "PyImport_ImportModule",
+    "PyObject_GetAttrString", "PyLong_AsVoidPtr", "Py_DecRef", "PyErr_Clear",
+    "PyErr_Fetch", "PyErr_NormalizeException", "PyObject_CallFunction",
+}  # fmt: skip
+
+
+def _signature(half_dtype: str = "float32"):
+    from polykernel.ffi.handler_ir.signature import Signature
+
+    return Signature((("float32", 1), (half_dtype, 1)), (("float32", 1),),
+                     (("alpha", "float32"),), half="bits")  # fmt: skip
+
+
+def test_the_handler_calls_warp_and_the_stable_c_api_by_name_only():
+    from polykernel.backends.warp.cpu_handler import handler_module, llvm
+    from polykernel.backends.warp.plan import describe_kernel
+
+    tm = llvm().Target.from_default_triple().create_target_machine(reloc="pic")
+    plan = describe_kernel(_scaled)
+    module = handler_module(tm, "pk_warp_test", _signature(), "scaled", plan,
+                            "scaled_0_cpu_forward", 0)  # fmt: skip
+    declared = {f.name for f in module.functions if f.is_declaration}
+    calls = {n for n in declared if not n.startswith("llvm.")}
+    assert "scaled_0_cpu_forward" in calls
+    assert calls - {"scaled_0_cpu_forward"} <= STABLE_ABI
+
+
+@pytest.mark.slow
+def test_a_linked_handler_words_a_frame_mismatch_through_python():
+    import jax
+    import jax.numpy as jnp
+
+    import polykernel as pk
+    from polykernel.ffi import targets
+
+    spec = jax.ShapeDtypeStruct((4,), jnp.float32)
+    f = pk.warp_kernel(_scaled, spec)
+    x = jnp.arange(4, dtype=jnp.float32)
+    assert f(x, x, alpha=3.0).tolist() == [0.0, 2.0, 4.0, 6.0]
+    target = jax.jit(lambda a: f(a, a, alpha=3.0)).lower(x).as_text()
+    (name,) = {t for t in pk.list_registered_targets() if t in target}
+    assert targets.lookup(name, "cpu").artefact is not None  # the linked library
+    call = jax.ffi.ffi_call(name, spec)
+    with pytest.raises(Exception, match=r"'_scaled': input 1 must be float32\[1\]"):
+        jax.block_until_ready(call(x, jnp.ones(4, jnp.int32), alpha=np.float32(1)))
