@@ -15,6 +15,9 @@ backend and the GPU launcher — goes through :func:`fetch_or_build`:
    while the lock is still held. A cache that cannot be written is no failure: the
    library is loaded from the private build, with one warning naming the cause.
 
+A C++ build with GCC parses ``polykernel.h`` from a precompiled copy in the cache
+when it has one, and makes one beside its own compile when not (:mod:`.pch`).
+
 The key parts every caller shares — our headers and jaxlib's FFI C API header, whose
 API is our ABI — are hashed by :func:`headers_digest`, the one digest of them.
 """
@@ -25,21 +28,27 @@ import functools
 import hashlib
 import logging
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..cache.store import ensure_dir
+from ..cache.store import KEY_CHARS, ensure_dir
 from ..errors import CacheError, CompilationError
 from . import cache
 from .compiler import include_dirs, run_compiler
 
+if TYPE_CHECKING:  # imported when a build runs: a cache hit never needs it
+    from .pch import Maker
+
 __all__ = ["BuildJob", "Fetched", "fetch_or_build", "headers_digest"]
 
 log = logging.getLogger(__name__)
+#: GCC's words for a precompiled header it could not use.
+_PCH_TROUBLE = re.compile(r"\bPCH\b|\.gch\b|precompiled header")
 
 
 @functools.cache
@@ -75,6 +84,9 @@ class BuildJob:
         force: build even when the cache holds the key.
         build_directory: build there and keep the files (the library is copied
             into the cache); None for a temporary directory.
+        pch_parts: the key parts of the precompiled ``polykernel.h`` the compile
+            may use (:mod:`.pch`: GCC, C++; everything that decides the header's
+            compile, the module's code excluded); None for none.
     """
 
     name: str
@@ -87,6 +99,7 @@ class BuildJob:
     verbose: bool = False
     force: bool = False
     build_directory: str | None = None
+    pch_parts: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -176,17 +189,82 @@ def _build(
         for c in job.command
     ]
     failed = cache.native_root() / "failed" / f"{job.name}-{job.key[:12]}"
+    maker = None
+    published = None
     try:
-        seconds = run_compiler(
-            job.name, command, failed / src.name, job.timeout, job.verbose
-        )
-    except CompilationError as err:
-        if not job.build_directory:
-            _keep_failed(err, build_dir, failed, src)
-        raise (classify(err) if classify else err) from None
-    meta = {**job.meta, "name": job.name, "command": command, "seconds": seconds}
-    published = cache.publish(job.key, out.read_bytes(), job.source, job.ext, meta)
+        header, maker = _precompiled(job)
+        try:
+            seconds = _compile(job, command, build_dir, failed / src.name, header)
+        except CompilationError as err:
+            if not job.build_directory:
+                _keep_failed(err, build_dir, failed, src)
+            raise (classify(err) if classify else err) from None
+        meta = {**job.meta, "name": job.name, "command": command, "seconds": seconds}
+        library = out.read_bytes()
+        published = cache.publish(job.key, library, job.source, job.ext, meta)
+    finally:
+        if maker is not None:  # kept only where the library could be published
+            maker.finish(keep=published is not None, timeout=job.timeout)
     return out, published
+
+
+def _precompiled(job: BuildJob) -> tuple[Path | None, Maker | None]:
+    """The precompiled header ``job`` may use, or the one being made beside it."""
+    from . import pch
+
+    if (
+        job.pch_parts is None
+        or job.ext != "cpp"
+        or not job.source.startswith(pch.INCLUDE)
+    ):
+        return None, None
+    key = cache.compute_key({**job.pch_parts, "precompiled": pch.FILE})
+    found = pch.find(key)
+    if found is not None:
+        return found, None
+    if not _built_before():  # a first build (a fresh cache) pays nothing for it
+        return None, None
+    return None, pch.start(key, job.command)
+
+
+def _built_before() -> bool:
+    """Whether the cache holds a native library already: a cache that has built
+    one will build more, and precompiling pays from the next build on."""
+    try:
+        with os.scandir(cache.native_root()) as entries:
+            return any(
+                len(e.name) == KEY_CHARS and e.is_dir(follow_symlinks=False)
+                for e in entries
+            )
+    except OSError:
+        return False
+
+
+def _compile(
+    job: BuildJob, command: list[str], build_dir: Path, kept: Path,
+    header: Path | None,
+) -> float:  # fmt: skip
+    """Run the compiler, with the precompiled ``header`` beside the source when
+    given; a compile that fails on it (GCC names the PCH file) runs again without
+    it, so the plain compile's result and messages are the build's."""
+    if header is None:
+        return run_compiler(job.name, command, kept, job.timeout, job.verbose)
+    link = build_dir / header.name  # polykernel.h.gch
+    try:
+        link.symlink_to(header)  # never over a file of the caller's build_directory
+    except OSError:  # one in the way, or a folder that takes no link: plain
+        return run_compiler(job.name, command, kept, job.timeout, job.verbose)
+    _say(job, f"precompiled polykernel.h: {header}")
+    try:
+        return run_compiler(job.name, command, kept, job.timeout, job.verbose)
+    except CompilationError as err:
+        if not _PCH_TROUBLE.search(err.output):
+            raise  # the source's own error: the plain compile would say the same
+        log.info("polykernel.native module '%s': compiling again without the "
+                 "precompiled header", job.name)  # fmt: skip
+    finally:
+        link.unlink(missing_ok=True)
+    return run_compiler(job.name, command, kept, job.timeout, job.verbose)
 
 
 def _keep_failed(err: CompilationError, build_dir: Path, failed: Path,

@@ -8,6 +8,7 @@ Layout under ``config.cache_root()`` (created on first write, owner-only)::
     native/locks/<key40>.lock     fcntl lock: N processes, one build
     native/toolchains/*.json      compiler fingerprints keyed by path+mtime+size
     native/failed/<name>-<key12>/ sources of failed builds, kept for inspection
+    pch/<key40>/polykernel.h.gch  polykernel.h precompiled for GCC (:mod:`.pch`)
 
 Entries are stored, verified and published atomically by
 :mod:`polykernel.cache.entries` (read-only tiers first, any fault a miss). A key is
@@ -26,6 +27,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,7 @@ SECTION = "native"
 #: The library's file name in an entry.
 LIBRARY = "lib.so"
 _private: Path | None = None
+_private_lock = threading.Lock()
 
 
 def native_root() -> Path:
@@ -81,12 +84,13 @@ def private_dir() -> Path:
     """A folder of this process alone, outside the cache, removed at exit: where
     builds run and where a read-only tier's library is copied before loading."""
     global _private
-    if _private is None or not _private.is_dir():
-        import atexit
+    with _private_lock:  # threads building at once (``cache warm``) share one
+        if _private is None or not _private.is_dir():
+            import atexit
 
-        _private = Path(tempfile.mkdtemp(prefix="polykernel-native-"))
-        atexit.register(shutil.rmtree, _private, True)
-    return _private
+            _private = Path(tempfile.mkdtemp(prefix="polykernel-native-"))
+            atexit.register(shutil.rmtree, _private, True)
+        return _private
 
 
 def lookup_entry(key: str) -> Entry | None:

@@ -40,6 +40,7 @@ __all__ = [
     "find_nvcc",
     "fingerprint",
     "has_static_runtime",
+    "is_gcc",
 ]
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,19 @@ def fingerprint(compiler: str, store: Path | None = None) -> str:
     return _record(compiler, store)["fingerprint"]
 
 
+def is_gcc(compiler: str, store: Path | None = None) -> bool:
+    """Whether the host ``compiler`` is GCC's (g++, or a ``c++`` that is g++): the
+    compiler that uses a precompiled ``<header>.gch`` found on ``#include``.
+
+    Example:
+        >>> from polykernel.native.toolchain import is_gcc, find_host_compiler
+        >>> isinstance(is_gcc(find_host_compiler()), bool)
+        True
+    """
+    version = _record(compiler, store)["fingerprint"]
+    return "Free Software Foundation" in version and "clang" not in version.lower()
+
+
 def has_static_runtime(compiler: str, store: Path | None = None) -> bool:
     """Whether the host ``compiler`` can link libstdc++ statically (``libstdc++.a``).
 
@@ -228,6 +242,32 @@ def cuda_arches(explicit: Sequence[str] | None) -> tuple[str, ...]:
 
 @functools.cache
 def _detect_gpu_arches() -> tuple[str, ...]:
+    """The architectures of the GPUs here: JAX's GPUs when JAX has started its
+    backends (no process: ``nvidia-smi`` costs a warm process ~20 ms, and lists
+    GPUs ``CUDA_VISIBLE_DEVICES`` hides from JAX), else ``nvidia-smi``'s.
+
+    JAX is asked by platform (``jax.devices()`` lists only the default platform's
+    devices: under ``JAX_PLATFORMS=cpu,cuda`` no GPU) and only once a backend has
+    started: starting one here would fix JAX's configuration before its user does.
+    """
+    import sys
+
+    if "jax" in sys.modules:  # never imported here: native builds need no JAX
+        from .._jax_compat import backends_initialised
+
+        if backends_initialised():
+            import jax
+
+            try:
+                gpus = jax.devices("gpu")
+            except RuntimeError:  # no GPU platform in this process
+                gpus = []
+            try:
+                found = {normalize_arch(d.compute_capability) for d in gpus}
+            except (AttributeError, ValueError):  # not CUDA's numbering (ROCm)
+                found = set()
+            if found:
+                return tuple(sorted(found))
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return ()

@@ -12,17 +12,44 @@
   ``register_ffi_target`` by hand; :mod:`.revive`: targets from the cache in a new
   process; :mod:`.backend`: the backend's protocol object.
 
-Importing this package runs no compiler and touches no disk. See ``docs/native.md``.
+Importing this package runs no compiler, touches no disk and imports none of its
+modules: each public name is imported from its module when first asked for, so the
+backend table's ``backend`` (looked up when a primitive's kernels are chosen) and a
+``load_cpp_inline`` of a cached module import only what they use. See
+``docs/native.md``.
 """
 
 from __future__ import annotations
 
-from .compiled import CompiledModule
-from .directory import load_cuda_dir
-from .kernel import NativeFunction, NativeModule
-from .loader import load_cpp_file, load_cpp_inline, load_cuda_file, load_cuda_inline
-from .runtime import register_ffi_target
-from .tokens import normalize_tokens
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .compiled import CompiledModule
+    from .directory import load_cuda_dir
+    from .kernel import NativeFunction, NativeModule
+    from .loader import (
+        load_cpp_file,
+        load_cpp_inline,
+        load_cuda_file,
+        load_cuda_inline,
+    )
+    from .runtime import register_ffi_target
+    from .tokens import normalize_tokens
+
+#: public name -> the module of this package that defines it.
+_LAZY = {
+    "CompiledModule": "compiled",
+    "NativeFunction": "kernel",
+    "NativeModule": "kernel",
+    "load_cpp_file": "loader",
+    "load_cpp_inline": "loader",
+    "load_cuda_dir": "directory",
+    "load_cuda_file": "loader",
+    "load_cuda_inline": "loader",
+    "normalize_tokens": "tokens",
+    "register_ffi_target": "runtime",
+}
 
 __all__ = [
     "CompiledModule",
@@ -36,3 +63,18 @@ __all__ = [
     "normalize_tokens",
     "register_ffi_target",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(
+            f"module 'polykernel.backends.cuda_raw' has no attribute '{name}'"
+        )
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # imported once: later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -33,6 +33,7 @@ from typing import Any
 from ..._version import __version__
 from ...errors import KernelRegistrationError, ToolchainError
 from ...ffi import abi, targets
+from ...ffi.artefact import Artefact, Requirements, machine
 from ...native import build, cache
 from ...native.compiler import CompileOptions, build_command, classify_failure
 from ...native.toolchain import (
@@ -41,6 +42,7 @@ from ...native.toolchain import (
     find_nvcc,
     fingerprint,
     has_static_runtime,
+    is_gcc,
 )
 from ...platforms import LoweringPlatform, xla_platform
 from .argspec import resolve_specs
@@ -54,6 +56,7 @@ __all__ = ["BACKEND", "load", "loaded_modules"]
 BACKEND = "cuda_raw"
 _lock = threading.RLock()
 _modules: dict[tuple[str, str], NativeModule] = {}  # (name, key) -> module
+_loading: dict[tuple[str, str], threading.RLock] = {}  # (name, key) -> its loads
 #: (documented name, XLA platform) -> [setter of its forwarder, identity it runs].
 _forwarders: dict[tuple[str, str], list[Any]] = {}
 
@@ -103,20 +106,23 @@ def _job(request: LoadRequest, full: str, wrappers: str) -> build.BuildJob:
     cmd = build_command(
         request.platform, compiler, options, arches, "<src>", "<out>", static
     )
-    key = cache.compute_key(
-        {
-            "platform": request.platform.value,
-            "source": full,
-            "wrapper": wrappers,
-            "flags": "\0".join(cmd[1:]),
-            "compiler": fingerprint(compiler, store),
-            "arch": ",".join(arches),
-            "jax": f"jax {jax.__version__} jaxlib {jaxlib.version.__version__}",
-            "headers": build.headers_digest(),
-            "includes": _includes_digest(options.include_paths),
-            "polykernel": __version__,
-        }
-    )
+    parts = {
+        "platform": request.platform.value,
+        "source": full,
+        "wrapper": wrappers,
+        "flags": "\0".join(cmd[1:]),
+        "compiler": fingerprint(compiler, store),
+        "arch": ",".join(arches),
+        "jax": f"jax {jax.__version__} jaxlib {jaxlib.version.__version__}",
+        "headers": build.headers_digest(),
+        "includes": _includes_digest(options.include_paths),
+        "polykernel": __version__,
+    }
+    key = cache.compute_key(parts)
+    pch_parts = None
+    if request.platform == LoweringPlatform.CPU and is_gcc(compiler, store):
+        # Everything but the module's own code decides the precompiled header.
+        pch_parts = {k: v for k, v in parts.items() if k not in ("source", "wrapper")}
     ext = "cu" if request.platform == LoweringPlatform.CUDA else "cpp"
     return build.BuildJob(
         name=request.name,
@@ -129,6 +135,7 @@ def _job(request: LoadRequest, full: str, wrappers: str) -> build.BuildJob:
         verbose=request.keywords.verbose,
         force=request.keywords.force_rebuild,
         build_directory=request.build_directory,
+        pch_parts=pch_parts,
     )
 
 
@@ -147,22 +154,33 @@ def load(request: LoadRequest) -> NativeModule:
         allow_cuda_graph=request.keywords.allow_cuda_graph,
     )
     job = _job(request, full, wrappers)
-    with _lock:
-        module = _modules.get((request.name, job.key))
+    slot = (request.name, job.key)
+    # One thread at a time per module; other modules build meanwhile (``cache
+    # warm``), outside the lock of the tables below.
+    with _module_lock(slot):
+        with _lock:
+            module = _modules.get(slot)
         fresh = module is None
         if fresh or request.keywords.force_rebuild:
             fetched = build.fetch_or_build(job, _dlopen, classify_failure)
-        if fresh:
-            module = _register(request, job.key, fetched, specs)
-            _modules[(request.name, job.key)] = module
-        elif request.keywords.verbose:
-            print(
-                f"polykernel.native module '{request.name}': already loaded "
-                f"({job.key[:16]})."
-            )
-        if request.keywords.auto_register:
-            _publish(module, request, fresh)
-        return module
+        with _lock:
+            if fresh:
+                module = _register(request, job.key, fetched, specs)
+                _modules[slot] = module
+            elif request.keywords.verbose:
+                print(
+                    f"polykernel.native module '{request.name}': already loaded "
+                    f"({job.key[:16]})."
+                )
+            if request.keywords.auto_register:
+                _publish(module, request, fresh)
+            return module
+
+
+def _module_lock(slot: tuple[str, str]) -> threading.RLock:
+    """The lock of the loads of one module (name, key) in this process."""
+    with _lock:
+        return _loading.setdefault(slot, threading.RLock())
 
 
 def identity(key: str, function: str) -> str:
@@ -193,6 +211,7 @@ def _register(
             backend=BACKEND,
             label=f"{request.name}.{spec.name}",
             owner=handle,
+            artefact=_artefact(target, handler_symbol(spec.name), fetched, request),
         )
         public = f"{request.prefix}.{spec.name}"
         function = NativeFunction(
@@ -204,6 +223,19 @@ def _register(
         request.name, request.platform, key, str(fetched.path), fetched.built,
         functions, handle,
     )  # fmt: skip
+
+
+def _artefact(
+    target: str, symbol: str, fetched: build.Fetched, request: LoadRequest
+) -> Artefact | None:
+    """The library as a bundle carries it: compiled for the architecture (no
+    ``-march=native``), with no runtime beyond the C++ one it links; its checksum
+    is taken when it is carried (the cache verified the file when it was loaded).
+    A CUDA module's library needs the CUDA runtime of its build: not carried."""
+    if request.platform != "cpu":
+        return None
+    return Artefact(target, BACKEND, str(fetched.path), symbol, "",
+                    Requirements(machine()), label=target)  # fmt: skip
 
 
 def _publish(module: NativeModule, request: LoadRequest, fresh: bool) -> None:
