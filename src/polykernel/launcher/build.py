@@ -51,6 +51,7 @@ _HOST_CFLAGS = ("-pthread",)
 _NVCC_CFLAGS = ("-Xcompiler", "-pthread")
 
 
+@functools.cache  # resolving the path is a few system calls; asked once per file
 def launcher_source() -> Path:
     """Path of the launcher's C++ source inside the installed package."""
     return Path(__file__).resolve().parent / "csrc" / "gpu_launcher.cc"

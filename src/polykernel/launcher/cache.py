@@ -1,27 +1,60 @@
 """GPU kernels in the cache: what a new process needs to launch a kernel it never
-compiled.
+compiled, and what it needs not to compile a kernel again.
 
-Every kernel registered with the launcher (a Numba-CUDA kernel, a Triton cubin, a
-Warp build) is also kept in the cache, under ``<root>/gpu/<kernel id>/``: its images,
-its entry symbol and its launch spec as JSON. A program exported in one process
-names kernels only by their content-derived ids (the ``kernel`` attribute of each
-launcher call), so :func:`load_kernel` can register one again in another process
-from the cache alone — after checking that the stored content still hashes to the
-id it is filed under (:mod:`.revive`).
+Two sections:
+
+- ``<root>/gpu/<kernel id>/``: every kernel registered with the launcher (a
+  Numba-CUDA kernel, a Triton cubin, a Warp build) — its images, its entry symbol
+  and its launch spec as JSON. A program exported in one process names kernels
+  only by their content-derived ids (the ``kernel`` attribute of each launcher
+  call), so :func:`~.revive.load_kernel` can register one again in another process
+  from the cache alone — after checking that the stored content still hashes to
+  the id it is filed under.
+- ``<root>/gpu_builds/<build key>/``: what a compiler produced (entry, images and
+  the backend's own fields, such as Triton's warps and shared memory), filed under
+  a key the backend computes from the *content* it would compile — the kernel's
+  code and what it reaches, its signature and options, the architectures, the
+  compiler's versions and settings (:func:`build_key`). A backend looks its key up
+  before compiling (:func:`load_build`) and files what it compiled on a miss
+  (:func:`save_build`), so a new process whose cache holds the build runs no
+  compiler, imports none of its modules and starts no process; the launch spec,
+  which depends on the call (shapes, scalar values, grid), is made from the build
+  in Python. Builds are separate from kernels because one build serves every
+  launch spec (a new scalar value or shape is a new kernel, not a new compile).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..cache.entries import entry_path, publish_entry
-from .layout import BufferSpec, LaunchSpec, Param
+from .._version import __version__
+from ..cache.entries import DAMAGED, entry_fault, entry_path, publish_entry, read_entry
+from .images import KernelImage
+from .layout import ABI_VERSION, BufferSpec, LaunchSpec, Param
 
-__all__ = ["SECTION", "save_kernel", "spec_from_json", "spec_to_json"]
+__all__ = [
+    "BUILDS",
+    "SECTION",
+    "Build",
+    "build_key",
+    "load_build",
+    "save_build",
+    "save_kernel",
+    "spec_from_json",
+    "spec_to_json",
+]
 
 #: The cache section holding launcher kernels.
 SECTION = "gpu"
+#: The cache section holding compiled builds, by content key.
+BUILDS = "gpu_builds"
+# Bumped whenever what a build entry holds, or how a key is formed, changes: an
+# older entry then is never found (its key differs), so never misread.
+_BUILD_FORMAT = 1
 
 
 def spec_to_json(spec: LaunchSpec) -> dict[str, Any]:
@@ -80,3 +113,79 @@ def save_kernel(kernel: Any) -> bool:
         ],
     }
     return publish_entry(SECTION, kernel.kernel_id, files, meta) is not None
+
+
+@dataclass(frozen=True)
+class Build:
+    """What a compile produced, as the launcher needs it.
+
+    Attributes:
+        entry: the kernel's symbol in the images.
+        images: its cubin/PTX images.
+        fields: the backend's own facts of the build (JSON values), which its
+            launch spec is made from (Triton: warps, shared memory, scratch sizes).
+    """
+
+    entry: str
+    images: tuple[KernelImage, ...]
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+def build_key(technology: str, parts: Mapping[str, Any]) -> str:
+    """The content key of a build: ``technology`` and the named ``parts`` (JSON
+    values: digests, versions, settings...) the backend says decide its output.
+
+    The same parts give the same key in every process; polykernel's version, the
+    launcher's ABI and the entry format are part of every key.
+
+    Example:
+        >>> from polykernel.launcher.cache import build_key
+        >>> build_key("triton", {"a": 1, "b": "x"}) == build_key(
+        ...     "triton", {"b": "x", "a": 1})
+        True
+    """
+    record = {
+        "format": _BUILD_FORMAT,
+        "abi": ABI_VERSION,
+        "polykernel": __version__,
+        "technology": technology,
+        "parts": dict(parts),
+    }
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def save_build(key: str, build: Build) -> bool:
+    """File ``build`` under ``key`` (best effort: False when the cache cannot
+    take it; the caller goes on with what it compiled)."""
+    if (entry_path(BUILDS, key) / "meta.json").exists():
+        return True
+    names = [f"{im.kind}-{im.arch}.img" for im in build.images]
+    files = {n: im.data for n, im in zip(names, build.images, strict=True)}
+    meta = {
+        "entry": build.entry,
+        "images": [
+            [im.kind, im.arch, n] for n, im in zip(names, build.images, strict=True)
+        ],
+        "fields": dict(build.fields),
+    }
+    return publish_entry(BUILDS, key, files, meta) is not None
+
+
+def load_build(key: str) -> Build | None:
+    """The build filed under ``key``, or None (a miss: not there, or an entry that
+    is not a build, which is reported once as a damaged entry)."""
+    found = read_entry(BUILDS, key)
+    if found is None:
+        return None
+    try:
+        meta = found.meta
+        images = tuple(KernelImage(str(kind), str(arch), found.files[name])
+                       for kind, arch, name in meta["images"])  # fmt: skip
+        entry, fields = meta["entry"], meta["fields"]
+        if not images or not isinstance(entry, str) or not isinstance(fields, dict):
+            raise ValueError("no images, or an entry or fields of the wrong type")
+    except (KeyError, ValueError, TypeError) as err:
+        entry_fault(DAMAGED, f"'{found.path}' is not a GPU build's entry ({err!r})")
+        return None
+    return Build(entry, images, fields)

@@ -40,8 +40,8 @@ from typing import Any
 
 from ..errors import KernelRegistrationError
 from ..ffi import targets
-from ..settings.cuda_arch import normalize_arch
 from .build import launcher_library
+from .images import _KINDS, KernelImage
 from .layout import ABI_VERSION, LaunchSpec
 
 __all__ = [
@@ -56,40 +56,8 @@ __all__ = [
 
 GRAPH_TARGET = "polykernel_gpu_launch"
 NOGRAPH_TARGET = "polykernel_gpu_launch_nograph"
-_KINDS = {"cubin": 0, "ptx": 1}
 _lock = threading.Lock()
 _kernels: dict[str, GpuKernel] = {}
-
-
-@dataclass(frozen=True)
-class KernelImage:
-    """One compiled image of a kernel: ``kind`` ``"cubin"`` or ``"ptx"`` for ``arch``.
-
-    Example:
-        >>> from polykernel.launcher.kernels import KernelImage
-        >>> KernelImage("ptx", "sm_90", b".version 8.0").arch
-        '90'
-    """
-
-    kind: str
-    arch: str
-    data: bytes
-
-    def __post_init__(self) -> None:
-        if self.kind not in _KINDS:
-            raise KernelRegistrationError(
-                "polykernel.launcher: image kind must be 'cubin' or 'ptx', got "
-                f"{self.kind!r}."
-            )
-        object.__setattr__(self, "arch", normalize_arch(self.arch))
-        if not isinstance(self.data, bytes) or not self.data:
-            raise KernelRegistrationError(
-                "polykernel.launcher: an image's data must be non-empty bytes."
-            )
-
-    @property
-    def arch_number(self) -> int:
-        return int("".join(c for c in self.arch if c.isdigit()))
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,46 @@
 
 - :mod:`.kernel`: :func:`numba_cuda_kernel` (native launch on GPU, simulator on CPU);
 - :mod:`.callable`: :func:`numba_cuda_callable` (a Python function launching kernels);
-- :mod:`.compile`: PTX/cubin per architecture; :mod:`.numpy_shim` for NumPy >= 2.5;
+- :mod:`.compile`: PTX/cubin per architecture, kept in the launcher's build cache
+  under a content key (:mod:`.fingerprint`); :mod:`.numpy_shim` for NumPy >= 2.5;
 - :mod:`.array_abi`, :mod:`.launch_config`: pure launch-parameter arithmetic;
 - :mod:`.cpu`: Numba's CUDA simulator without ``NUMBA_ENABLE_CUDASIM``.
 
-Importing this package imports neither Numba nor CUDA (see ``docs/gpu.md``).
+Importing this package imports neither Numba nor CUDA (see ``docs/gpu.md``), nor
+any of its modules: each public name is imported from its module when first asked
+for, so a process that lowers a ``numba_cuda_kernel`` from the cache does not pay
+for the callable's Python handler.
 """
 
 from __future__ import annotations
 
-from .callable import numba_cuda_callable
-from .kernel import NumbaCudaKernel, numba_cuda_kernel
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .callable import numba_cuda_callable
+    from .kernel import NumbaCudaKernel, numba_cuda_kernel
+
+#: public name -> the module of this package that defines it.
+_LAZY = {
+    "NumbaCudaKernel": "kernel",
+    "numba_cuda_callable": "callable",
+    "numba_cuda_kernel": "kernel",
+}
 
 __all__ = ["NumbaCudaKernel", "numba_cuda_callable", "numba_cuda_kernel"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(
+            f"module 'polykernel.backends.numba_cuda' has no attribute '{name}'"
+        )
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # imported once: later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

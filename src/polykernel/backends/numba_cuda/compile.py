@@ -7,7 +7,10 @@ links the PTX to a cubin with nvJitLink when ``cuda.core`` offers it (so a drive
 older than the PTX ISA still loads the kernel), and hands both images to the
 native launcher. Scalar parameters (the call's keywords, after the arrays) are
 compiled for their dtypes and passed by value. Results are memoised per (kernel,
-argument types, arch).
+argument types, arch), and :func:`kernel_images` keeps them in the launcher's
+build cache under a content key (:mod:`.fingerprint`): a new process whose cache
+holds them reads them back without NVVM (no ``ldconfig``, no numba-cuda lowering
+imported).
 
 Example:
     >>> from numba import cuda
@@ -34,10 +37,18 @@ from ...errors import (
     KernelCompilationError,
     KernelTypeError,
 )
+from ...launcher.cache import Build, load_build, save_build
 from ...launcher.kernels import KernelImage
+from .fingerprint import build_key
 from .numpy_shim import apply_numpy_shim
 
-__all__ = ["check_kernel", "compile_kernel", "kernel_name", "require_numba_cuda"]
+__all__ = [
+    "check_kernel",
+    "compile_kernel",
+    "kernel_images",
+    "kernel_name",
+    "require_numba_cuda",
+]
 
 EXTRA = "pip install 'polykernel[numba-cuda]'"
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
@@ -200,3 +211,27 @@ def compile_kernel(
     if cubin is not None:
         images.insert(0, KernelImage("cubin", arch, cubin))
     return found[0], tuple(images)
+
+
+@functools.lru_cache(maxsize=256)
+def kernel_images(
+    kernel: Any,
+    dtypes: tuple[str, ...],
+    ranks: tuple[int, ...],
+    arches: tuple[str, ...],
+    scalar_dtypes: tuple[str, ...] = (),
+) -> tuple[str, tuple[KernelImage, ...]]:
+    """The entry symbol and images of ``kernel`` for every arch of ``arches``: from
+    the launcher's build cache when it holds them (by content key), else compiled
+    (:func:`compile_kernel`) and kept there."""
+    key = build_key(kernel, dtypes, ranks, arches, scalar_dtypes)
+    found = load_build(key) if key is not None else None
+    if found is not None:
+        return found.entry, found.images
+    entry, images = "", ()
+    for arch in arches:
+        entry, more = compile_kernel(kernel, dtypes, ranks, arch, scalar_dtypes)
+        images += more
+    if key is not None:
+        save_build(key, Build(entry, images))
+    return entry, images

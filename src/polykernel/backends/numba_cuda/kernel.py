@@ -33,8 +33,7 @@ from ...launcher.layout import BufferSpec
 from ...platforms import Platform
 from ...types import LaunchDims, Outs, VmapMethod
 from .array_abi import kernel_launch_spec
-from .compile import check_kernel, compile_kernel, kernel_name, require_numba_cuda
-from .cpu import run_batched, run_kernel
+from .compile import check_kernel, kernel_images, kernel_name, require_numba_cuda
 from .launch_config import resolve_launch
 
 __all__ = ["NUMBA_CUDA_DTYPES", "NumbaCudaKernel", "buffer_specs", "numba_cuda_kernel"]
@@ -123,12 +122,8 @@ class NumbaCudaKernel(BackendKernel):
         dtypes = tuple(b.dtype for b in buffers)
         ranks = tuple(len(b.shape) for b in buffers)
         scalar_dtypes = tuple(v.dtype.name for v in values)
-        images, entry = [], None
-        for arch in cuda_arches(None):
-            entry, found = compile_kernel(self.kernel, dtypes, ranks, arch,
-                                          scalar_dtypes)  # fmt: skip
-            images += found
-        assert entry is not None  # cuda_arches gives at least one architecture
+        entry, images = kernel_images(self.kernel, dtypes, ranks, cuda_arches(None),
+                                      scalar_dtypes)  # fmt: skip
         # Scalars are baked into the launch (a new value: a new spec, no compile).
         spec = kernel_launch_spec(buffers, len(args), self.grid, self.block,
                                   self.shared_mem, values)  # fmt: skip
@@ -141,6 +136,9 @@ class NumbaCudaKernel(BackendKernel):
 
     def _simulated_call(self, args, buffers, values) -> list[Any]:
         import jax
+
+        # Here, not at the top: a GPU process's lowering never needs the simulator.
+        from .cpu import run_batched, run_kernel
 
         compiled = [b.shape for b in buffers]
         outs = [(tuple(o.shape), np.dtype(o.dtype)) for o in self.out_specs]

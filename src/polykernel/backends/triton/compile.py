@@ -3,8 +3,10 @@
 ``triton.compile`` with a :class:`~triton.backends.compiler.GPUTarget` needs no GPU:
 it produces the PTX and the cubin (through the ``ptxas`` Triton ships) and the
 metadata the launch needs (entry name, warps, dynamic shared memory, scratch sizes).
-Results are memoised in-process; Triton's own on-disk cache (``TRITON_CACHE_DIR``)
-makes a new process's compile a file read.
+Results are memoised in-process and kept in the launcher's build cache under a
+content key (:mod:`.fingerprint`, :mod:`polykernel.launcher.cache`): a new process
+whose cache holds the build reads it back without calling Triton's compiler (no
+``ptxas``, no code generator imported).
 
 FP fusion is requested explicitly (on, Triton's current default) so the result does
 not depend on ``TRITON_DEFAULT_FP_FUSION`` and Triton emits no warning about it.
@@ -17,13 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import KernelCompilationError, UnsupportedFeatureError
+from ...launcher.cache import Build, load_build, save_build
 from ...launcher.kernels import KernelImage
+from .fingerprint import build_key
 from .params import TritonSignature
 
 __all__ = ["CompiledTriton", "compile_triton", "triton_target"]
 
 _lock = threading.Lock()
-_memo: dict[tuple[Any, ...], CompiledTriton] = {}
+_memo: dict[Any, CompiledTriton] = {}
+#: What a build keeps besides its entry and images (:func:`_from_build`).
+_FIELDS = ("num_warps", "shared", "global_scratch_size", "global_scratch_align",
+           "profile_scratch_size")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,8 @@ def _key(jit_fn: Any, sig: TritonSignature, arch: str, options: dict) -> tuple:
 def compile_triton(
     jit_fn: Any, sig: TritonSignature, arch: str, num_warps: int, num_stages: int
 ) -> CompiledTriton:
-    """Compile ``jit_fn`` with signature ``sig`` for ``arch`` (memoised).
+    """Compile ``jit_fn`` with signature ``sig`` for ``arch``: from the in-process
+    memo, else the launcher's build cache, else Triton's compiler (then kept in both).
 
     Raises:
         KernelCompilationError: Triton rejected the kernel (its message attached).
@@ -80,10 +88,45 @@ def compile_triton(
     """
     options = {"num_warps": num_warps, "num_stages": num_stages,
                "enable_fp_fusion": True}  # fmt: skip
-    key = _key(jit_fn, sig, arch, options)
+    key: Any = build_key(jit_fn, sig, arch, options)
+    if key is None:  # no content key: memoised in this process only
+        key = _key(jit_fn, sig, arch, options)
     with _lock:
         if key in _memo:
             return _memo[key]
+    found = load_build(key) if isinstance(key, str) else None
+    compiled = _from_build(found) if found is not None else None
+    if compiled is None:
+        compiled = _compile(jit_fn, sig, arch, options)
+        if isinstance(key, str):
+            save_build(key, _to_build(compiled))
+    with _lock:
+        _memo[key] = compiled
+    return compiled
+
+
+def _to_build(compiled: CompiledTriton) -> Build:
+    return Build(compiled.entry, compiled.images,
+                 {name: getattr(compiled, name) for name in _FIELDS})  # fmt: skip
+
+
+def _from_build(build: Build) -> CompiledTriton | None:
+    """The compiled kernel a build holds; None when it is not one of ours (a
+    miss: compiled again)."""
+    ptx = [im for im in build.images if im.kind == "ptx"]
+    try:
+        warps, shared, scratch, align, profile = (int(build.fields[n]) for n in _FIELDS)
+        text = ptx[0].data.decode()
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    return CompiledTriton(build.entry, build.images, warps, shared, scratch, align,
+                          profile, text)  # fmt: skip
+
+
+def _compile(
+    jit_fn: Any, sig: TritonSignature, arch: str, options: dict[str, Any]
+) -> CompiledTriton:
+    """Triton's compiler, checked for what the launcher can launch."""
     import triton
     from triton.compiler import ASTSource
 
@@ -114,7 +157,7 @@ def compile_triton(
         KernelImage("cubin", arch, bytes(kernel.asm["cubin"])),
         KernelImage("ptx", arch, ptx.encode()),
     )
-    compiled = CompiledTriton(
+    return CompiledTriton(
         entry=meta.name,
         images=images,
         num_warps=meta.num_warps,
@@ -124,6 +167,3 @@ def compile_triton(
         profile_scratch_size=getattr(meta, "profile_scratch_size", 0),
         ptx=ptx,
     )
-    with _lock:
-        _memo[key] = compiled
-    return compiled
