@@ -23,6 +23,11 @@ from .benchmark import (
     benchmark_function as benchmark_function,
 )
 from .contract import Backend as Backend, BackendKernel as BackendKernel
+from .core.bundle import (
+    Bundle as Bundle,
+    export_bundle as export_bundle,
+    load_bundle as load_bundle,
+)
 from .core.explain import explain_dispatch as explain_dispatch
 from .core.exporting import (
     export as export,
@@ -71,6 +76,7 @@ __all__ = [
     "BenchmarkConfig",
     "BenchmarkRecord",
     "BenchmarkResult",
+    "Bundle",
     "CPPBackend",
     "CUDABackend",
     "CompileOptions",
@@ -90,6 +96,7 @@ __all__ = [
     "defjvp",
     "explain_dispatch",
     "export",
+    "export_bundle",
     "exported_targets",
     "general_batching_rule",
     "get_all_primitive_names",
@@ -104,6 +111,7 @@ __all__ = [
     "jaxinfo_to_warpinfo",
     "jaxtype_to_warptype",
     "list_registered_targets",
+    "load_bundle",
     "load_cpp_file",
     "load_cpp_inline",
     "load_cuda_dir",

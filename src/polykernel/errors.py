@@ -22,6 +22,13 @@ describes the failure, so ``except ValueError`` (or ``TypeError``, ``ImportError
     │   │   └── UnsupportedArchError ............. + ValueError
     │   ├── CUDANotInstalledError ................ ImportError
     │   ├── KernelLoadError ...................... OSError
+    │   │   └── BundleError (pk.load_bundle)
+    │   │       ├── BundleFormatError ............ + ValueError
+    │   │       ├── BundleChecksumError .......... + ValueError
+    │   │       └── BundleMismatchError .......... + RuntimeError
+    │   │           ├── BundleMachineError (architecture, CPU instruction set)
+    │   │           ├── BundleFfiVersionError (XLA FFI API or layout)
+    │   │           └── BundleGpuArchError (no image for this GPU)
     │   ├── KernelRegistrationError .............. ValueError
     │   │   └── UnsupportedPlatformError ......... + AssertionError
     │   ├── KernelTypeError ...................... TypeError, AssertionError
@@ -70,62 +77,26 @@ from .warning_types import (
 )
 
 __all__ = [
-    "AttributeValueError",
-    "BackendHookError",
-    "BackendPreferenceWarning",
-    "BackendUnavailableError",
-    "BenchmarkDataFnNotProvidedError",
-    "BenchmarkError",
-    "BenchmarkFileNotFoundError",
-    "BenchmarkMismatchWarning",
-    "BenchmarkTypeError",
-    "BenchmarkValueError",
-    "BenchmarkWriteError",
-    "BrainEventError",
-    "CUDANotInstalledError",
-    "CacheError",
-    "CacheWarning",
-    "CheckError",
-    "CheckTypeError",
-    "CheckValueError",
-    "CompilationError",
-    "DuplicatePrimitiveWarning",
-    "GpuArchDetectionError",
-    "HeaderNotFoundError",
-    "HostCompilerIncompatibleError",
-    "HostCompilerNotFoundError",
-    "JobFallbackWarning",
-    "KernelCallError",
-    "KernelCompilationError",
-    "KernelError",
-    "KernelExecutionError",
-    "KernelFallbackExhaustedError",
-    "KernelLoadError",
-    "KernelLookupError",
-    "KernelNotAvailableError",
-    "KernelRegistrationError",
-    "KernelSourceNotFoundError",
-    "KernelToolchainError",
-    "KernelTypeError",
-    "MathError",
-    "NvccNotFoundError",
-    "PolykernelDeprecationWarning",
-    "PolykernelError",
-    "PolykernelWarning",
-    "ToolchainError",
-    "TuningError",
-    "TuningTypeError",
-    "TuningValueError",
-    "TuningWarning",
-    "UnknownBackendError",
-    "UnsupportedArchError",
-    "UnsupportedDtypeError",
-    "UnsupportedFeatureError",
-    "UnsupportedOperationError",
-    "UnsupportedPlatformError",
-    "UnsupportedShapeError",
-    "UnsupportedTransformError",
-]
+    "AttributeValueError", "BackendHookError", "BackendPreferenceWarning",
+    "BackendUnavailableError", "BenchmarkDataFnNotProvidedError", "BenchmarkError",
+    "BenchmarkFileNotFoundError", "BenchmarkMismatchWarning", "BenchmarkTypeError",
+    "BenchmarkValueError", "BenchmarkWriteError", "BrainEventError",
+    "BundleChecksumError", "BundleError", "BundleFfiVersionError", "BundleFormatError",
+    "BundleGpuArchError", "BundleMachineError", "BundleMismatchError",
+    "CUDANotInstalledError", "CacheError", "CacheWarning", "CheckError",
+    "CheckTypeError", "CheckValueError", "CompilationError",
+    "DuplicatePrimitiveWarning", "GpuArchDetectionError", "HeaderNotFoundError",
+    "HostCompilerIncompatibleError", "HostCompilerNotFoundError", "JobFallbackWarning",
+    "KernelCallError", "KernelCompilationError", "KernelError", "KernelExecutionError",
+    "KernelFallbackExhaustedError", "KernelLoadError", "KernelLookupError",
+    "KernelNotAvailableError", "KernelRegistrationError", "KernelSourceNotFoundError",
+    "KernelToolchainError", "KernelTypeError", "MathError", "NvccNotFoundError",
+    "PolykernelDeprecationWarning", "PolykernelError", "PolykernelWarning",
+    "ToolchainError", "TuningError", "TuningTypeError", "TuningValueError",
+    "TuningWarning", "UnknownBackendError", "UnsupportedArchError",
+    "UnsupportedDtypeError", "UnsupportedFeatureError", "UnsupportedOperationError",
+    "UnsupportedPlatformError", "UnsupportedShapeError", "UnsupportedTransformError"
+]  # fmt: skip
 
 
 class PolykernelError(Exception):
@@ -223,6 +194,36 @@ class KernelExecutionError(KernelError, RuntimeError):
 
 class KernelLoadError(KernelError, OSError):
     """A compiled shared library could not be loaded, or lacks a handler symbol."""
+
+
+class BundleError(KernelLoadError):
+    """A kernel bundle (``pk.export_bundle``) cannot be written or loaded here."""
+
+
+class BundleFormatError(BundleError, ValueError):
+    """The file is not a bundle, is damaged, or was written by a newer polykernel."""
+
+
+class BundleChecksumError(BundleError, ValueError):
+    """A file inside a bundle does not have the SHA-256 its manifest records."""
+
+
+class BundleMismatchError(BundleError, RuntimeError):
+    """A bundle's kernel needs something this machine or process lacks."""
+
+
+class BundleMachineError(BundleMismatchError):
+    """A kernel was built for another architecture or a CPU with instructions
+    this CPU lacks."""
+
+
+class BundleFfiVersionError(BundleMismatchError):
+    """A kernel's handler speaks an XLA FFI API version or layout the installed
+    jaxlib does not."""
+
+
+class BundleGpuArchError(BundleMismatchError):
+    """A GPU kernel has no image (cubin or PTX) this GPU can run."""
 
 
 class KernelSourceNotFoundError(KernelError, FileNotFoundError):

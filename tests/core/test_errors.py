@@ -77,7 +77,14 @@ _BY_BUILTINS = {
         pk.GpuArchDetectionError,
         pk.TuningError,
     ],
-    (OSError,): [pk.KernelLoadError, pk.CacheError, pk.BenchmarkWriteError],
+    (OSError,): [
+        pk.KernelLoadError, pk.CacheError, pk.BenchmarkWriteError, pk.BundleError,
+    ],
+    (OSError, ValueError): [pk.BundleFormatError, pk.BundleChecksumError],
+    (OSError, RuntimeError): [
+        pk.BundleMismatchError, pk.BundleMachineError, pk.BundleFfiVersionError,
+        pk.BundleGpuArchError,
+    ],
     (FileNotFoundError,): [pk.KernelSourceNotFoundError],
     (RuntimeError, ValueError): [pk.UnsupportedArchError, pk.TuningValueError],
     (RuntimeError, TypeError): [pk.TuningTypeError],
