@@ -251,6 +251,10 @@ def _measure(platform, chosen, reps, deadline, tmp, meta, save) -> dict:
     gpu, notes = platform == "gpu", meta["notes"]
     runs: dict[tuple[str, str, str], list[dict]] = {}
     base = {**os.environ, **CHILD_ENV[platform]}
+    # As a user's processes do: Python's bytecode cached (a private prefix, filled by
+    # the first process), not every module compiled from source in every process.
+    base.pop("PYTHONDONTWRITEBYTECODE", None)
+    base["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")
 
     def run(backend: str, kind: str, cache_dir: str, cache: str = "") -> None:
         left = deadline - time.perf_counter()

@@ -21,8 +21,9 @@ backend table's ``backend`` (looked up when a primitive's kernels are chosen) an
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_names
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .compiled import CompiledModule
@@ -65,16 +66,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(
-            f"module 'polykernel.backends.cuda_raw' has no attribute '{name}'"
-        )
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # imported once: later lookups skip this hook
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)

@@ -12,8 +12,26 @@ See ``docs/pallas.md``.
 
 from __future__ import annotations
 
-from .kernel import PallasKernel, pallas_kernel
-from .lowering import AOT_GPU, TRITON_TARGET, lower_for_cuda, lowering_context
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_names
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .kernel import PallasKernel, pallas_kernel
+    from .lowering import AOT_GPU, TRITON_TARGET, lower_for_cuda, lowering_context
+
+# Imported on first use: looking the backend up imports none of its modules.
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "AOT_GPU": "lowering",
+        "PallasKernel": "kernel",
+        "TRITON_TARGET": "lowering",
+        "lower_for_cuda": "lowering",
+        "lowering_context": "lowering",
+        "pallas_kernel": "kernel",
+    },
+)
 
 __all__ = [
     "AOT_GPU",

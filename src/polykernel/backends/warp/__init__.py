@@ -17,7 +17,23 @@ Importing this package imports neither Warp nor llvmlite.
 
 from __future__ import annotations
 
-from .kernel import WarpKernel, warp_kernel
-from .types import jaxinfo_to_warpinfo, jaxtype_to_warptype
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_names
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .kernel import WarpKernel, warp_kernel
+    from .types import jaxinfo_to_warpinfo, jaxtype_to_warptype
+
+# Imported on first use: looking the backend up imports none of its modules.
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "WarpKernel": "kernel",
+        "jaxinfo_to_warpinfo": "types",
+        "jaxtype_to_warptype": "types",
+        "warp_kernel": "kernel",
+    },
+)
 
 __all__ = ["WarpKernel", "jaxinfo_to_warpinfo", "jaxtype_to_warptype", "warp_kernel"]
