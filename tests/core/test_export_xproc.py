@@ -112,15 +112,15 @@ def test_names_and_artefacts_are_the_same_in_every_process(
 
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
-def test_parallel_handler_is_refused_under_workqueue(exported_dir, child_env):
+def test_parallel_handler_runs_under_workqueue(exported_dir, child_env):
+    # a shared-object handler runs on polykernel's runtime library (a thread pool
+    # safe for XLA's threads), whatever Numba's layer; a JIT object is refused
+    # (tests/backends/numba/test_artefact.py)
     directory, jax_cache, _ = exported_dir
     env = {**child_env, "NUMBA_THREADING_LAYER": "workqueue"}
-    refused, main = _child("run", directory, jax_cache, "parallel", "main", env=env)
-    assert refused["error"] == "KernelRegistrationError"
-    assert "cannot register FFI target 'pk_numba_" in refused["message"]
-    assert "the layer is 'workqueue'" in refused["message"]
-    assert "NUMBA_THREADING_LAYER=omp" in refused["message"]
-    assert main["out"] == (2 * X + 1).tolist()  # the process stays usable
+    parallel, main = _child("run", directory, jax_cache, "parallel", "main", env=env)
+    assert parallel["out"] == (3 * X).tolist()
+    assert main["out"] == (2 * X + 1).tolist()
 
 
 def test_exported_targets_lists_the_custom_calls(exported_dir):

@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent(
     out = f(jnp.ones(3), jnp.ones(3)).block_until_ready()
     t2 = time.perf_counter()
     assert out.tolist() == [2.0, 2.0, 2.0]
-    # a prange kernel loaded from the cache needs Numba's threading layer started
+    # a prange kernel loaded from the cache runs on the runtime library's threads
     g = numba_kernel(scale, jax.ShapeDtypeStruct((1000,), jnp.float32))
     assert g(jnp.ones(1000)).tolist() == [3.0] * 1000
     origins = [h.origin for h in _numba_build._handlers.values()]
@@ -57,7 +57,7 @@ def test_new_process_loads_handler_from_disk_cache(run_env, tmp_path):
     entries = [p for p in root.iterdir() if p.name != "locks"]
     assert len(entries) == 2
     for entry in entries:
-        assert sorted(p.name for p in entry.iterdir()) == ["handler.o", "meta.json"]
+        assert sorted(p.name for p in entry.iterdir()) == ["handler.so", "meta.json"]
         assert (entry.stat().st_mode & 0o077) == 0
     assert (root.stat().st_mode & 0o077) == 0
     cold_s, warm_s = cold["first_call_s"], warm["first_call_s"]

@@ -153,7 +153,7 @@ def test_corrupt_or_truncated_entry_is_rebuilt(run_env, tmp_path):
     env = _env(run_env, tmp_path)
     assert _child(env, "A") == {"A": "built"}
     (entry,) = _entries(tmp_path)
-    obj = entry / "handler.o"
+    obj = entry / "handler.so"
     data = obj.read_bytes()
     obj.write_bytes(data[: len(data) // 2])  # truncated
     assert _child(env, "A") == {"A": "built"}

@@ -3,9 +3,13 @@
 - :mod:`.kernel`: :func:`numba_kernel` / :class:`NumbaKernel`;
 - :mod:`.fingerprint`, :mod:`.objects`, :mod:`.provenance`: the kernel's content
   identity (code, constants, closures, globals, compile options);
-- :mod:`.compile`, :mod:`.entry`, :mod:`.artifact`: the handler — the kernel
-  compiled for a call signature, the LLVM IR around it, one self-contained object;
-- :mod:`.build`, :mod:`.cache`: build or load it, the on-disk handler cache;
+- :mod:`.compile`, :mod:`.entry`, :mod:`.artifact`, :mod:`.rewrite`: the handler —
+  the kernel compiled for a call signature, the LLVM IR around it, one
+  self-contained module naming what it needs from its process;
+- :mod:`.shared`: that module as a shared object calling polykernel's runtime
+  library (:mod:`polykernel.native.runtime`), loaded with :mod:`ctypes`;
+- :mod:`.build`, :mod:`.making`, :mod:`.cache`, :mod:`.handler`: load it (or build
+  it), the on-disk index from target name to artefact;
 - :mod:`.backend`: the backend's protocol object (revival in a new process).
 
 Importing this package imports neither Numba nor llvmlite.

@@ -1,11 +1,13 @@
 """Turn a handler's IR plus the kernel's module into one self-contained object file.
 
 :func:`link_artifact` links the compiled kernel's LLVM module into the handler's,
-gives every function and global except the handler entry internal linkage and
-drops what the entry cannot reach. Nothing inside can then be preempted by, or
-resolve to, another kernel's code: Numba's symbol names (``qualname$uid``) are
-per process, and a cached object that exported them could be weak-merged with a
-different kernel in a later process (numba/numba#10486).
+gives every function and global except the handler entry internal linkage, drops
+what the entry cannot reach and names Numba's threading functions instead of
+holding their addresses (:func:`.rewrite.name_threading_functions`). Nothing
+inside can then be preempted by, or resolve to, another kernel's code: Numba's
+symbol names (``qualname$uid``) are per process, and a cached object that
+exported them could be weak-merged with a different kernel in a later process
+(numba/numba#10486).
 
 :func:`containment_problems` is the proof obligation before an object may be
 cached: no dynamic globals or baked-in addresses, no Numba environment, no
@@ -13,8 +15,9 @@ reference to a Numba-mangled symbol defined elsewhere. What remains external are
 C functions found by name in any process (CPython, Numba's C helpers, libc).
 
 :func:`load_object` loads an object into Numba's JIT engine the way Numba's own
-cache does, and returns the entry address. The object built in this process is
-loaded exactly as a cached one would be, so every first call runs the cached path.
+cache does, and returns the entry address: the path of a handler that cannot be a
+shared object (no C compiler to link it, or code only Numba's JIT can resolve);
+:mod:`.shared` is the other.
 
 Numba environments. Code that may box values for Python (the arguments of an
 exception raised with run-time values, ``print``; Numba's own ``np.empty`` checks
@@ -31,6 +34,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from .rewrite import name_threading_functions
 
 __all__ = [
     "Artifact",
@@ -99,6 +104,7 @@ def link_artifact(
     mpm = ll.create_new_module_pass_manager()
     mpm.add_global_dead_code_eliminate_pass()
     mpm.run(module, pb)
+    module = name_threading_functions(module)
     artifact = Artifact(module, entry)
     if kernel_library is not None:
         artifact.environments, artifact.problems = _export_environments(module, entry)
@@ -209,6 +215,8 @@ def load_object(
     import llvmlite.binding as ll
     from numba.core.compiler_lock import global_compiler_lock
 
+    from .shared import fresh_environment
+
     environments = environments or []
     stub_ir = f'define void @"{entry}"() {{\n  ret void\n}}\n'
     stub_ir += "".join(f'@"{sym}" = global ptr null\n' for sym, _ in environments)
@@ -220,21 +228,10 @@ def load_object(
         )
         address = library.get_pointer_to_function(entry)
         for symbol, modname in environments:
-            env = _fresh_environment(modname)
+            env = fresh_environment(modname)
             slot = codegen._engine.get_global_value_address(symbol)
             ctypes.c_void_p.from_address(slot).value = id(env)
             envs.append(env)
     if not address:
         raise RuntimeError(f"the handler object does not define '{entry}'")
     return (library, envs), address
-
-
-def _fresh_environment(modname: str) -> Any:
-    """An empty-constant Numba ``Environment`` over ``modname``'s globals (looked
-    up, never imported), like the one Numba's cache rebuilds."""
-    import sys
-
-    from numba.core.environment import Environment
-
-    module = sys.modules.get(modname)
-    return Environment(vars(module) if module is not None else {"__name__": modname})

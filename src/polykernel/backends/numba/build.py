@@ -1,22 +1,30 @@
 """Get the handler for (kernel, signature): from the disk cache, or build it.
 
-Build (cold path): compile the kernel for the signature (:mod:`.compile`),
-generate the handler as LLVM IR around a call to it (``ffi.handler_ir`` +
-:mod:`.entry`), link both into one module with only the handler exported and
-prove it self-contained (:mod:`.artifact`), emit its object code, publish that
-(:mod:`.cache`) and load it. Hit: check and load the cached object; no Numba
-compilation at all.
+Hit (:func:`_from_cache`): the cache is an index by target name (:mod:`.cache`),
+read without Numba. A shared-object handler is opened with :mod:`ctypes`
+(:mod:`.shared`): no Numba codegen starts, nothing is JIT-linked, no process runs.
 
-Not cached (reason at DEBUG, logger ``polykernel.backends.numba.build``): a
-kernel that cannot be fingerprinted by content, or whose linked code depends on
-this process (dynamic globals, a Numba environment holding constants, code Numba
-loaded from its own disk cache, ...). The former still runs the linked artefact;
-the latter a handler whose kernel symbol resolves to the kernel compiled in this
-process, like any Numba call.
+Build (cold path, :mod:`.making`): compile the kernel for the signature, generate
+the handler as LLVM IR around a call to it, link both into one module with only
+the handler exported and prove it self-contained (:mod:`.artifact`), then link it
+into a shared object calling polykernel's runtime library, publish and load it.
+
+Fallback (the reason at DEBUG, logger ``polykernel.backends.numba.build``, as every
+reason a handler is not a cached shared object): where no C compiler can link, or
+the code calls a Numba helper the runtime library does not provide, the handler
+is an object file loaded into Numba's JIT, cached the same way (a later process
+needs Numba to load it).
+
+Not cached: a kernel that cannot be fingerprinted by content, or whose linked code
+depends on this process (dynamic globals, a Numba environment holding constants,
+code Numba loaded from its own disk cache, ...). The former still runs the linked
+artefact; the latter a handler whose kernel symbol resolves to the kernel compiled
+in this process, like any Numba call.
 
 Numba's threading layer is made thread-safe on first use (never at import): XLA
 may run handlers on several threads at once, which aborts the process under
-``workqueue``.
+``workqueue`` (a handler in Numba's JIT runs on Numba's layer; a shared object
+on the runtime library's, which is thread-safe).
 """
 
 from __future__ import annotations
@@ -25,12 +33,13 @@ import importlib
 import logging
 import threading
 import types as pytypes
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import BackendUnavailableError, KernelRegistrationError
 from ...ffi import targets
+from ...ffi.artefact import Artefact
 from ...ffi.handler_ir.signature import Signature
+from .handler import Handler
 
 __all__ = [
     "Handler",
@@ -47,21 +56,6 @@ _handlers: dict[str, Handler] = {}
 _SAFE_LAYERS = ("omp", "tbb", "threadsafe", "safe", "forksafe")
 # A handler object that needs one of these runs a parallel (prange) kernel.
 _PARALLEL_SYMBOLS = frozenset({"numba_parallel_for", "get_num_threads"})
-
-
-@dataclass
-class Handler:
-    """A loaded handler: its entry address, owner and how it was obtained."""
-
-    target: str
-    address: int
-    library: Any
-    # "disk" (cache hit), "built" (and cached), "unpublished" (the cache could not
-    # be written), "uncached" (its code depends on this process)
-    origin: str
-    label: str = ""
-    # No content fingerprint: the target name holds a per-process token.
-    process_local: bool = False
 
 
 def import_numba() -> pytypes.ModuleType:
@@ -121,14 +115,6 @@ def check_parallel_layer(numba: pytypes.ModuleType, kernel_name: str) -> None:
     )
 
 
-def _codegen() -> tuple[Any, Any]:
-    from numba.core.registry import cpu_target
-
-    # also starts Numba's runtime (NRT); Numba's cached property is untyped
-    context: Any = cpu_target.target_context
-    return context, context.codegen()
-
-
 def build_handler(
     target: str, sig: Signature, label: str, kernel: Any, cacheable: bool, private: dict
 ) -> Handler:
@@ -143,19 +129,20 @@ def build_handler(
         handler = _handlers.get(target)
         if handler is not None:
             return handler
-        context, codegen = _codegen()
         if cacheable:
-            key = handler_cache.cache_key(target, codegen)
-            handler = _from_disk(key, target, context)
+            handler = _from_cache(target)
             if handler is None:
-                with handler_cache.lock(key):  # one build across processes
-                    handler = _from_disk(key, target, context)
-                    if handler is None:
-                        handler = _build(context, target, sig, label, kernel,
-                                         private, key)  # fmt: skip
+                from .making import build  # the cold path only
+
+                with handler_cache.lock(target):  # one build across processes
+                    handler = _from_cache(target, discard=True) or build(
+                        target, sig, label, kernel, private, cacheable=True
+                    )
         else:
+            from .making import build
+
             log.debug("numba_kernel '%s': not cached (no content fingerprint)", label)
-            handler = _build(context, target, sig, label, kernel, private, None)
+            handler = build(target, sig, label, kernel, private, cacheable=False)
             handler.process_local = True
         handler.label = label
         _register(handler)
@@ -172,36 +159,90 @@ def loaded_handler(target: str) -> Handler | None:
 def load_cached_handler(target: str) -> Handler | None:
     """The handler ``target`` from the disk cache alone, registered with XLA.
 
-    No kernel is needed: the target name determines the cache key. Returns None
-    when the cache holds no loadable entry for it (never built with this cache
-    root, not cacheable, or built by other versions or another machine).
+    No kernel is needed: the cache is indexed by the target name. A shared-object
+    handler needs neither Numba nor llvmlite. Returns None when the cache holds no
+    loadable entry for it (never built with this cache root, not cacheable, built
+    for another machine or jaxlib, or a JIT object and Numba is not installed).
 
     Raises:
-        KernelRegistrationError: the handler runs a parallel kernel and this
-            process's Numba threading layer is not thread-safe.
+        KernelRegistrationError: the handler is a JIT object running a parallel
+            kernel and this process's Numba threading layer is not thread-safe.
     """
-    from . import cache as handler_cache
-
-    numba = import_numba()
     with _lock:
         handler = _handlers.get(target)
         if handler is not None:
             return handler
-        context, codegen = _codegen()
-        key = handler_cache.cache_key(target, codegen)
-        found = handler_cache.lookup(key)
-        if found is None:
-            return None
-        meta = found[1]
-        if _PARALLEL_SYMBOLS.intersection(meta.get("externals", ())):
-            check_parallel_layer(numba, str(meta.get("label", target)))
-        handler = _from_disk(key, target, context, found)
+        handler = _from_cache(target)
         if handler is None:
             return None
-        handler.label = str(meta.get("label", ""))
         _register(handler)
         _handlers[target] = handler
         return handler
+
+
+def _from_cache(target: str, discard: bool = False) -> Handler | None:
+    """The cached handler ``target``, loaded; None on a miss (any fault).
+    ``discard``: remove an entry that does not load here (under the build lock,
+    before a rebuild replaces it)."""
+    from ...errors import CompilationError, KernelLoadError, KernelToolchainError
+    from . import cache as handler_cache
+
+    found = handler_cache.find(target, discard=discard)
+    if found is None:
+        return None
+    try:
+        handler = _load_shared(found) if found.shared else _load_object(found)
+    except (KernelLoadError, BackendUnavailableError) as err:
+        log.debug("numba handler %s from the cache does not load: %s", target, err)
+        handler = None
+    except (KernelToolchainError, CompilationError) as err:
+        # the runtime library is not in the cache and cannot be built here: the
+        # handler is fine, keep it
+        log.debug("numba handler %s: no runtime library: %s", target, err)
+        return None
+    if handler is None:
+        if discard and not found.readonly:
+            handler_cache.discard_entry(found.path.parent)
+        return None
+    handler.label = str(found.meta.get("label", ""))
+    return handler
+
+
+def _load_shared(found: Any) -> Handler:
+    from ...ffi.artefact import Requirements
+    from . import cache as handler_cache
+    from .shared import load_handler, private_copy
+
+    meta = found.meta
+    target = meta["entry"]
+    # a read-only tier's file could change between the check and the load
+    path = private_copy(found.data, target) if found.readonly else found.path
+    envs = [tuple(e) for e in meta.get("environments", [])]
+    owner, address = load_handler(path, target, envs)
+    req = meta["requires"]
+    requires = Requirements(
+        req["machine"], tuple(req["isa"]), req["ffi"], req["runtime"]
+    )
+    sha256 = meta["files"][handler_cache.SHARED]["sha256"]
+    artefact = Artefact(target, "numba", str(path), target, sha256, requires,
+                        label=str(meta.get("label", "")),
+                        extra={"runtime": True})  # fmt: skip
+    return Handler(target, address, owner, "disk", artefact=artefact)
+
+
+def _load_object(found: Any) -> Handler | None:
+    """A JIT object entry, into Numba's engine (Numba needed)."""
+    from .making import codegen, load_jit_object, magic
+
+    meta = found.meta
+    numba = import_numba()
+    if _PARALLEL_SYMBOLS.intersection(meta["externals"]):
+        check_parallel_layer(numba, str(meta.get("label", meta["entry"])))
+    context, gen = codegen()
+    if meta.get("magic") != magic(gen):
+        log.debug("numba handler %s: built by another code generator", meta["entry"])
+        return None
+    return load_jit_object(context, meta["entry"], found.data, meta)
 
 
 def _register(handler: Handler) -> None:
@@ -222,8 +263,8 @@ def _register(handler: Handler) -> None:
     elif handler.origin == "uncached":
         note = (
             "its code depends on this process and is not in the disk cache (the "
-            "reason is logged at DEBUG by polykernel.backends.numba.build): another "
-            "process must define the kernel before load_exported"
+            "reason is logged at DEBUG by polykernel.backends.numba.build): "
+            "another process must define the kernel before load_exported"
         )
     else:
         note = ""
@@ -237,95 +278,5 @@ def _register(handler: Handler) -> None:
         owner=handler,
         portable=not note,
         note=note,
+        artefact=handler.artefact,
     )
-
-
-def _resolvable(context: Any, names: list[str]) -> bool:
-    """True if every symbol resolves now. Numba starts its runtime (NRT) and its
-    threading layer lazily, at the first compile, and a cache hit compiles
-    nothing: start whichever the object needs (MCJIT aborts the process on a
-    missing symbol, so nothing is loaded before this holds)."""
-    from .artifact import unresolved
-
-    codegen = context.codegen()
-    missing = unresolved(codegen, names)
-    if any(n.startswith("NRT_") for n in missing):
-        from numba.core.runtime.nrt import rtsys
-
-        rtsys.initialize(context)
-        missing = unresolved(codegen, names)
-    if missing:
-        from numba.np.ufunc.parallel import _launch_threads
-
-        _launch_threads()
-        missing = unresolved(codegen, names)
-    if missing:
-        log.debug("unresolved symbols: %s", ", ".join(missing))
-    return not missing
-
-
-def _from_disk(
-    key: str, target: str, context: Any, found: tuple | None = None
-) -> Handler | None:
-    from . import cache as handler_cache
-    from .artifact import load_object
-
-    found = found or handler_cache.lookup(key)
-    if found is None:
-        return None
-    obj, meta = found
-    if meta.get("entry") != target or not _resolvable(context, meta["externals"]):
-        log.debug("numba cache entry %s cannot be loaded here; rebuilding", key[:12])
-        return None
-    envs = [tuple(e) for e in meta.get("environments", [])]
-    library, address = load_object(context.codegen(), target, obj, envs)
-    return Handler(target, address, library, "disk")
-
-
-def _build(context, target, sig, label, kernel, private, key) -> Handler:
-    from numba.core.compiler_lock import global_compiler_lock
-
-    from ...ffi.handler_ir.handler import define_handler
-    from . import cache as handler_cache
-    from .artifact import (
-        emit_object,
-        external_symbols,
-        link_artifact,
-        load_object,
-    )
-    from .compile import compile_kernel, from_numba_cache
-    from .entry import emit_kernel_call
-
-    codegen = context.codegen()
-    binding = compile_kernel(kernel, sig, private)
-    module = codegen._create_empty_module(target)
-    define_handler(module, target, sig, label, emit_kernel_call(context, binding))
-    with global_compiler_lock:
-        artifact = link_artifact(codegen, module, target, binding.cres.library)
-        reused = from_numba_cache(binding.cres.library)
-        if reused:
-            artifact.problems.append(f"code from Numba's own disk cache ({reused})")
-        if not artifact.self_contained:
-            log.debug(
-                "numba_kernel '%s': not cached, the linked code depends on this "
-                "process: %s",
-                label,
-                "; ".join(artifact.problems),
-            )
-            artifact = link_artifact(codegen, module, target, None)
-        externals = external_symbols(artifact.module)
-        if not _resolvable(context, externals):
-            raise RuntimeError(f"unresolved symbols {externals}")
-        obj = emit_object(codegen, artifact)
-    origin = "uncached"
-    if key is not None and artifact.self_contained:
-        meta = {
-            "entry": target,
-            "label": label,
-            "signature": sig.key(),
-            "externals": externals,
-            "environments": artifact.environments,
-        }
-        origin = "built" if handler_cache.publish(key, obj, meta) else "unpublished"
-    library, address = load_object(codegen, target, obj, artifact.environments)
-    return Handler(target, address, (library, binding.cres.library), origin)

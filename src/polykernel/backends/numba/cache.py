@@ -1,27 +1,36 @@
-"""The Numba handler cache: its key and its files (nothing else knows either).
+"""The Numba handler cache: an index from a target name to its artefact.
 
 Layout under ``config.cache_root()`` (owner-only, see :mod:`polykernel.cache.store`)::
 
-    numba/<key40>/handler.o     the self-contained handler object (ELF/Mach-O)
-    numba/<key40>/meta.json     key, size and SHA-256 of handler.o, entry symbol,
-                                the external symbols it needs
+    numba/<key40>/handler.so    the handler, a shared object (or, where no C
+                                compiler could link, handler.o: an object file
+                                for Numba's JIT)
+    numba/<key40>/meta.json     key, size and SHA-256 of the file, entry symbol,
+                                format, the external symbols it needs, its
+                                requirements (machine, CPU ISA, FFI layout)
     numba/locks/<key40>.lock    fcntl lock: N processes, one build
 
 Entries are stored, verified (read-only tiers first) and published atomically by
 :mod:`polykernel.cache.entries`; any fault is a miss.
 
-The key (:func:`cache_key`) is a SHA-256 over named parts, each logged at DEBUG
-(logger ``polykernel.backends.numba.cache``):
+The key (:func:`cache_key`) is computed without Numba, so a process that never
+defined the kernel (or cannot import Numba) finds it by its name. It is a SHA-256
+over named parts, each logged at DEBUG (logger ``polykernel.backends.numba.cache``):
 
-- ``target``: the FFI target name, itself a digest of the kernel's content
-  fingerprint (:mod:`.fingerprint`), the signature, the kernel's
-  label and the handler generator's version (see :func:`target_parts`);
+- ``target``: the FFI target name, a digest of everything that decides the
+  kernel's code: its content fingerprint (which holds the Python, Numba, NumPy and
+  llvmlite versions and Numba's code-generation settings, :mod:`.fingerprint`),
+  the signature, the label and the handler generator's version;
 - ``generator``: the source of the modules that generate the handler's code;
-- ``versions``: Python, NumPy, Numba, llvmlite and LLVM versions;
-- ``machine``: the JIT's target triple, CPU name and CPU features, and the Numba
-  settings that change generated code;
-- ``ffi``: the XLA FFI API version and every struct offset the handler uses.
+- ``machine``, ``isa``: the architecture and the CPU's instruction-set extensions
+  (the code is compiled for this CPU);
+- ``ffi``: the XLA FFI layout digest (:func:`polykernel.ffi.artefact
+  .ffi_layout_digest`);
+- ``format``: this layout's version.
 
+An entry's requirements are checked again before loading
+(:func:`polykernel.ffi.artefact.problems`): an entry of a read-only tier may come
+from another machine.
 """
 
 from __future__ import annotations
@@ -29,30 +38,44 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import logging
-import platform
-import sys
+import os
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...cache.admin import apply_size_cap
-from ...cache.entries import DAMAGED, META, entry_fault, publish_entry, read_entry
+from ...cache.entries import (
+    DAMAGED,
+    META,
+    STAGING,
+    entry_fault,
+    publish_entry,
+    read_entry,
+)
 from ...cache.locks import entry_lock
 from ...cache.store import compute_key
 from ...settings import paths as config
 
-__all__ = ["cache_key", "lock", "lookup", "numba_root", "publish"]
+__all__ = [
+    "OBJECT",
+    "SHARED",
+    "Found",
+    "cache_key",
+    "discard_entry",
+    "ffi_digest",
+    "find",
+    "lock",
+    "lookup",
+    "numba_root",
+    "publish",
+]
 
 log = logging.getLogger(__name__)
 SECTION = "numba"
+SHARED = "handler.so"
 OBJECT = "handler.o"
-# Numba settings read while compiling that change the machine code.
-_NUMBA_SETTINGS = (
-    "OPT", "LOOP_VECTORIZE", "SLP_VECTORIZE", "BOUNDSCHECK", "FASTMATH",
-    "ENABLE_AVX", "CPU_NAME", "CPU_FEATURES", "DEBUGINFO_DEFAULT",
-    "LLVM_REFPRUNE_PASS", "USE_RVSDG_FRONTEND", "CAPTURED_ERRORS",
-)  # fmt: skip
+_FORMAT = "2"  # 1: handler.o keyed with Numba's codegen
 # Sources that generate a handler's code, relative to the package (read, not
 # imported: a cache hit never needs them).
 _GENERATOR_FILES = (
@@ -67,16 +90,28 @@ _GENERATOR_FILES = (
     "backends/numba/entry.py",
     "backends/numba/artifact.py",
     "backends/numba/compile.py",
+    "backends/numba/rewrite.py",
+    "backends/numba/shared.py",
 )
+
+
+@dataclass(frozen=True)
+class Found:
+    """A verified entry: its file (``handler.so`` or ``handler.o``) and record."""
+
+    path: Path  # the file, in the cache (or a read-only tier)
+    data: bytes
+    meta: dict[str, Any]
+    readonly: bool
+
+    @property
+    def shared(self) -> bool:
+        return self.path.name == SHARED
 
 
 def numba_root() -> Path:
     """``<cache root>/numba`` (not created)."""
     return config.cache_root() / "numba"
-
-
-def entry_dir(key: str) -> Path:
-    return numba_root() / key[:40]
 
 
 @functools.cache
@@ -88,97 +123,124 @@ def _generator_digest() -> str:
     return h.hexdigest()
 
 
-def _abi_constants() -> str:
+@functools.cache
+def ffi_digest() -> str:
+    """The FFI layout digest of the installed jaxlib (what a handler bakes in)."""
     from ...ffi import abi
+    from ...ffi.artefact import ffi_layout_digest
 
-    # Every fact a handler bakes in: the installed FFI API version, its struct layout
-    # and the handshake/dtype constants. Not vars(abi): layout names are resolved
-    # lazily into the module's globals, so its contents depend on what ran before.
-    values = {
-        "installed_api_version": list(abi.installed_api_version()),
-        "layout": abi.layout(),
-        "handshake": [abi.API_MAJOR, abi.API_MINOR],
-        "dtype_codes": abi.DTYPE_CODES,
-        "constants": {
-            name: getattr(abi, name)
-            for name in (
-                "STAGE_EXECUTE",
-                "EXT_TYPE_METADATA",
-                "ATTR_TYPE_SCALAR",
-                "ERRC_INVALID_ARGUMENT",
-                "ERRC_INTERNAL",
-            )
-        },
-    }
-    return json.dumps(values, sort_keys=True)
+    return ffi_layout_digest(abi.layout(), (abi.API_MAJOR, abi.API_MINOR))
 
 
-def _versions() -> str:
-    import llvmlite
-    import llvmlite.binding as ll
-    import numba
-    import numpy
-
-    return json.dumps(
-        [platform.python_implementation(), sys.version, numpy.__version__,
-         numba.__version__, llvmlite.__version__, list(ll.llvm_version_info)]
-    )  # fmt: skip
-
-
-def _machine(codegen: Any) -> str:
-    from numba.core import config
-
-    settings = {n: repr(getattr(config, n, None)) for n in _NUMBA_SETTINGS}
-    return json.dumps([list(map(str, codegen.magic_tuple())), settings])
-
-
-def cache_key(target: str, codegen: Any) -> str:
+def cache_key(target: str) -> str:
     """The cache key of the handler registered as ``target`` (see module doc)."""
+    from ...ffi.artefact import host_isa, machine
+
     return compute_key(
         {
             "target": target,
             "generator": _generator_digest(),
-            "versions": _versions(),
-            "machine": _machine(codegen),
-            "ffi": _abi_constants(),
+            "machine": machine(),
+            "isa": ",".join(sorted(host_isa() or ())),
+            "ffi": ffi_digest(),
+            "format": _FORMAT,
         },
         log,
     )
 
 
-def lookup(key: str) -> tuple[bytes, dict] | None:
-    """``(object bytes, meta)`` of a valid entry for ``key``, or None (a miss):
-    read-only tiers first, everything verified (:mod:`polykernel.cache.entries`)."""
+def find(target: str, *, discard: bool = False) -> Found | None:
+    """The entry of handler ``target`` if it is valid and loadable here, else
+    None (a miss); see :func:`lookup`."""
+    found = lookup(cache_key(target), discard=discard)
+    if found is not None and found.meta["entry"] != target:
+        entry_fault(DAMAGED, f"'{found.path.parent / META}' is another handler's")
+        return None
+    return found
+
+
+def lookup(key: str, *, discard: bool = False) -> Found | None:
+    """The entry ``key`` if it is valid and loadable here, else None (a miss):
+    read-only tiers first, everything verified (:mod:`polykernel.cache.entries`),
+    then its requirements. ``discard``: remove an entry of the writable root that
+    is not (the caller holds the build lock and rebuilds it; a published entry is
+    never replaced otherwise)."""
+    from ...ffi.artefact import Requirements, problems
+
     found = read_entry(SECTION, key)
-    if found is None or OBJECT not in found.files:
+    if found is None:
         return None
-    if not _well_formed(found.meta):  # hand-edited or written by something else
+    names = [n for n in (SHARED, OBJECT) if n in found.files]
+    meta = found.meta
+    if len(names) != 1 or not _well_formed(meta):
+        # hand-edited or written by something else
         entry_fault(DAMAGED, f"'{found.path / META}' lacks a Numba handler's fields")
+        if discard and not found.readonly:
+            discard_entry(found.path)
         return None
-    return found.files[OBJECT], found.meta
+    req = meta["requires"]
+    why = problems(
+        Requirements(req["machine"], tuple(req["isa"]), req["ffi"], req["runtime"]),
+        ffi=ffi_digest(),
+    )
+    if why:
+        log.debug("numba handler %s cannot load here: %s", meta["entry"], why)
+        if discard and not found.readonly:
+            discard_entry(found.path)
+        return None
+    name = names[0]
+    return Found(found.path / name, found.files[name], meta, found.readonly)
+
+
+def discard_entry(entry: Path) -> None:
+    """Remove the entry folder ``entry`` of the writable root (renamed aside
+    first, as :mod:`polykernel.cache.entries` replaces a stale entry, so no
+    reader sees it half-removed)."""
+    aside = entry.with_name(f"{STAGING}{entry.name}-unusable-{os.getpid()}")
+    try:
+        os.rename(entry, aside)
+    except OSError as err:
+        log.debug("cannot remove the cache entry %s: %s", entry, err)
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _well_formed(meta: Any) -> bool:
     """The fields the loader reads exist with the right types."""
+    if not isinstance(meta, dict):
+        return False
+    req = meta.get("requires")
     return (
-        isinstance(meta, dict)
-        and isinstance(meta.get("entry"), str)
+        isinstance(meta.get("entry"), str)
         and isinstance(meta.get("externals"), list)
         and all(isinstance(e, str) for e in meta["externals"])
         and isinstance(meta.get("environments", []), list)
-        and all(isinstance(e, list) for e in meta.get("environments", []))
+        and all(
+            isinstance(e, list) and len(e) == 2 and all(isinstance(s, str) for s in e)
+            for e in meta.get("environments", [])
+        )
+        and isinstance(req, dict)
+        and isinstance(req.get("machine"), str)
+        and isinstance(req.get("isa"), list)
+        and all(isinstance(f, str) for f in req["isa"])
+        and isinstance(req.get("ffi"), str)
+        and isinstance(req.get("runtime"), bool)
     )
 
 
-def lock(key: str) -> contextlib.AbstractContextManager[bool]:
+def lock(target: str) -> contextlib.AbstractContextManager[bool]:
     """Context manager: the entry's cross-process build lock (never fails a build)."""
-    return entry_lock(numba_root(), key)
+    return entry_lock(numba_root(), cache_key(target))
 
 
-def publish(key: str, obj: bytes, meta: dict) -> bool:
-    """Publish the object and its ``meta`` atomically; apply the size cap. False
-    when the cache cannot be written (the handler still runs from memory)."""
-    if publish_entry(SECTION, key, {OBJECT: obj}, meta) is None:
-        return False
+def publish(target: str, name: str, data: bytes, meta: dict) -> Path | None:
+    """Publish the handler file ``name`` (:data:`SHARED` or :data:`OBJECT`) and
+    its ``meta`` atomically; apply the size cap. The published file, or None when
+    the cache cannot be written (the handler still runs from a private copy)."""
+    from ...cache.admin import apply_size_cap  # only when writing (costly import)
+
+    entry = publish_entry(SECTION, cache_key(target), {name: data}, meta)
+    if entry is None:
+        return None
     apply_size_cap()
-    return True
+    return entry / name

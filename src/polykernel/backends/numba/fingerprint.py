@@ -19,6 +19,7 @@ treat the kernel as uncacheable, never fall back to an address.
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import enum
 import hashlib
@@ -306,14 +307,30 @@ def kernel_fingerprint(kernel: Any) -> str:
         True
     """
     settings = ""
-    try:
-        import numba
-        from numba.core import config as cfg
-
-        # Numba sets its settings at import time (globals().update), unseen by a
-        # type checker.
-        checks, opt = cfg.BOUNDSCHECK, cfg.OPT  # pyright: ignore[reportAttributeAccessIssue]
-        settings = f"numba {numba.__version__} {checks} {opt}"
-    except ImportError:  # pragma: no cover - fingerprints are only taken with numba
-        pass
+    with contextlib.suppress(ImportError):  # fingerprints are taken with numba
+        settings = _code_settings()
     return hashlib.sha256(f"{settings}\0{fingerprint(kernel)}".encode()).hexdigest()
+
+
+# Numba settings read while compiling that change the machine code.
+_NUMBA_SETTINGS = (
+    "BOUNDSCHECK", "OPT", "LOOP_VECTORIZE", "SLP_VECTORIZE", "FASTMATH",
+    "ENABLE_AVX", "CPU_NAME", "CPU_FEATURES", "DEBUGINFO_DEFAULT",
+    "LLVM_REFPRUNE_PASS", "USE_RVSDG_FRONTEND", "CAPTURED_ERRORS",
+)  # fmt: skip
+
+
+def _code_settings() -> str:
+    """What besides the kernel decides its machine code: the versions of Numba,
+    NumPy (Numba's typing follows it) and llvmlite (its LLVM), and Numba's
+    code-generation settings. Part of every target name, so a process finds a
+    kernel's artefact by name alone (:mod:`.cache`)."""
+    import llvmlite
+    import numba
+    from numba.core import config as cfg
+
+    # Numba sets its settings at import time (globals().update), unseen by a type
+    # checker; repr: None and strings stay distinct.
+    values = " ".join(f"{n}={getattr(cfg, n, None)!r}" for n in _NUMBA_SETTINGS)
+    return (f"numba {numba.__version__} numpy {np.__version__} llvmlite "
+            f"{llvmlite.__version__} {values}")  # fmt: skip

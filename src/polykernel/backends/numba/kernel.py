@@ -49,7 +49,7 @@ __all__ = ["NumbaKernel", "numba_kernel"]
 
 _ATTR_DTYPES = tuple(n for n in abi.DTYPE_CODES if n not in ("float16", "bfloat16"))
 _ATTR_DTYPES = tuple(n for n in _ATTR_DTYPES if not n.startswith("complex"))
-_TEMPLATE_VERSION = "2"  # bump when the generated handler changes meaning
+_TEMPLATE_VERSION = "3"  # bump when the generated handler changes meaning
 log = logging.getLogger(__name__)
 # Kernels without a content fingerprint get a per-process token instead (never
 # written to disk); weak keys, so a new dispatcher never inherits a dead one's.
