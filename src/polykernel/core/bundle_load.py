@@ -29,12 +29,12 @@ def open_library(data: bytes, name: str, *, shared: bool = False) -> ctypes.CDLL
         if digest in _opened:
             return _opened[digest]
         if hasattr(os, "memfd_create"):
+            # The file stays open for the process: a closed descriptor's number is
+            # reused, and the loader would take the next library's path for this
+            # one's and hand this one back.
             fd = os.memfd_create(f"pk-{os.path.basename(name)}", 0)
-            try:
-                os.write(fd, data)
-                library = load_library(f"/proc/self/fd/{fd}", shared=shared)
-            finally:
-                os.close(fd)  # the loader keeps its own mapping
+            os.write(fd, data)
+            library = load_library(f"/proc/self/fd/{fd}", shared=shared)
         else:
             library = load_library(_on_disk(digest, data), shared=shared)
         _opened[digest] = library
