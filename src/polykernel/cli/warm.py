@@ -256,7 +256,7 @@ def cmd_warm(args: Any) -> int:
     runner = _Runner(getattr(args, "jobs", None) or default_jobs())
     finished = False
     try:
-        work = []  # everything submitted first, in target order
+        work: list[tuple[Any, list[str], Any]] = []  # all submitted first, in order
         for target, names, fn in loaded:
             if fn is not None:
                 work.append((target, names, runner.submit(fn)))
@@ -266,7 +266,7 @@ def cmd_warm(args: Any) -> int:
             work.append((target, names, _submit_module(todo, platform, runner)))
         for target, names, done in work:  # then reported in the same order
             if callable(done):
-                error, took = done()
+                error, took = done()  # pyright: ignore[reportGeneralTypeIssues]
                 if error is None:
                     print(f"{target.text}: ran ({took:.1f} s)", flush=True)
                 else:

@@ -158,7 +158,7 @@ def follow_numba_threads(runtime: Any) -> None:
     if parallel is None:
         return
     if getattr(parallel, "_is_initialized", False):
-        functions = [getattr(parallel, name, None) for name in _FOLLOWED]
+        functions: list[Any] = [getattr(parallel, n, None) for n in _FOLLOWED]
         if None not in functions:
             follow = runtime.pkrt_follow_numba
             follow.argtypes, follow.restype = [ctypes.c_void_p] * 4, None

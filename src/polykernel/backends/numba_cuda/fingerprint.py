@@ -181,7 +181,7 @@ def _versions() -> tuple[tuple[str, str], ...]:
 
 def _settings() -> list[tuple[str, str]]:
     try:
-        from numba.cuda.core import config
+        from numba.cuda.core import config  # pyright: ignore[reportMissingImports]
     except ImportError:  # an older numba-cuda reads Numba's own configuration
         from numba.core import config
     found = [(name, repr(getattr(config, name, None))) for name in _CONFIG]
