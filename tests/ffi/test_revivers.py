@@ -19,6 +19,11 @@ from subprocess_support import last_json, run_python
 import polykernel as pk
 from polykernel.ffi import targets
 
+# its fixtures: isolated_table, entry_points (the line sat inside the child's
+# source string, so this file found them only when another file of its worker
+# had loaded the plugin)
+pytest_plugins = ("plugin_support",)
+
 NUMBA_TARGET = "pk_numba_" + "0" * 24
 BROAD = [".*", "pk_.*", "pk_numba_.*"]
 
@@ -97,8 +102,6 @@ CHILD = """
 import json, sys
 import numpy as np
 import polykernel as pk
-
-pytest_plugins = ("plugin_support",)  # its fixtures: isolated_table, entry_points
 
 asked = []
 
