@@ -280,7 +280,13 @@ def _check(where: str, kernels: list[dict[str, Any]]) -> None:
 
 
 def _deserialize(where: str, blob: bytes) -> Exported:
+    """The program, read now: a StableHLO this JAX cannot read (written by a newer
+    JAX) is a named error at load, not a failure of the first call."""
+    from .exporting import _program_text
+
     try:
-        return _as_exported(blob, "load_bundle")
+        exported = _as_exported(blob, "load_bundle")
+        _program_text(exported, "load_bundle")
+        return exported
     except Exception as err:
         raise BundleFormatError(f"{where}: {err}") from err

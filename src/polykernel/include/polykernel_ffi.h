@@ -60,8 +60,12 @@ PK_COLD inline XLA_FFI_Error* answer_metadata(Frame* f, XLA_FFI_Handler_Traits t
   XLA_FFI_Metadata* md = ext->metadata;
   md->api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
   md->api_version.extension_start = nullptr;
+  // The oldest version polykernel supports, whatever headers built the module: the
+  // handler reads only what API 0.3 has (as the generated Numba and Warp handlers,
+  // which answer 0.3 too), so a module built against jaxlib 0.12 loads under 0.10
+  // (a bundle written on one JAX line runs on the others).
   md->api_version.major_version = XLA_FFI_API_MAJOR;
-  md->api_version.minor_version = XLA_FFI_API_MINOR;
+  md->api_version.minor_version = PK_FFI_API_MIN_MINOR;
   md->traits = traits;
   md->state_type_id.type_id = 0;  // stateless (XLA_FFI_UNKNOWN_TYPE_ID)
   return nullptr;
