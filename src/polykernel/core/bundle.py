@@ -222,13 +222,14 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
     from .bundle_load import open_library
 
     for lib in manifest.get("libraries", []):
-        open_library(read.file(lib), lib, shared=True)
+        open_library(read.file(lib), lib, read.manifest["files"][lib], shared=True)
     for kernel in kernels:
         name = kernel["target"]
         platform = kernel["platform"]  # XLA's name: cpu, CUDA
         if targets.lookup(name, platform) is not None:
             continue  # the process has it already (same content: same name)
-        library = open_library(read.file(kernel["file"]), kernel["file"])
+        file = kernel["file"]
+        library = open_library(read.file(file), file, read.manifest["files"][file])
         address = artefacts.symbol_address(library, kernel["symbol"])
         targets.register(
             name, address, platform=platform,
@@ -251,16 +252,13 @@ def _check(where: str, kernels: list[dict[str, Any]]) -> None:
 
     try:
         here = abi.installed_api_version()
-        api = (abi.API_MAJOR, abi.API_MINOR)
-        layout = artefacts.ffi_layout_digest(abi.layout(), api)
+        layout = artefacts.installed_ffi_digest()
     except Exception as err:
         raise BundleFfiVersionError(f"{where}: {err}") from err
     for kernel in kernels:
         label = kernel.get("label") or kernel["target"]
         name = f"kernel '{label}' ({kernel['backend']})"
-        req = artefacts.Requirements(
-            **{**kernel["requires"], "isa": tuple(kernel["requires"]["isa"])}
-        )
+        req = artefacts.Requirements.from_json(kernel["requires"])
         for kind, text in artefacts.problems(req, ffi=layout):
             cls = BundleFfiVersionError if kind == "ffi" else BundleMachineError
             raise cls(

@@ -9,7 +9,6 @@ folder of the cache (``bundles/``), where a second load reuses it.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import threading
 
@@ -21,10 +20,12 @@ _lock = threading.Lock()
 _opened: dict[str, ctypes.CDLL] = {}  # SHA-256 -> library: one copy per process
 
 
-def open_library(data: bytes, name: str, *, shared: bool = False) -> ctypes.CDLL:
-    """Open the shared object ``data`` (``shared``: its symbols resolve later
-    libraries', for the runtime library)."""
-    digest = hashlib.sha256(data).hexdigest()
+def open_library(
+    data: bytes, name: str, digest: str, *, shared: bool = False
+) -> ctypes.CDLL:
+    """Open the shared object ``data`` whose SHA-256 (verified by the reader) is
+    ``digest`` (``shared``: its symbols resolve later libraries', for the runtime
+    library)."""
     with _lock:
         if digest in _opened:
             return _opened[digest]

@@ -45,6 +45,7 @@ __all__ = [
     "ffi_layout_digest",
     "file_sha256",
     "host_isa",
+    "installed_ffi_digest",
     "load_library",
     "machine",
     "problems",
@@ -97,6 +98,15 @@ def ffi_layout_digest(layout: dict[str, int], api: tuple[int, int]) -> str:
     return hashlib.sha256(data.encode()).hexdigest()[:32]
 
 
+@functools.cache
+def installed_ffi_digest() -> str:
+    """:func:`ffi_layout_digest` of the handlers generated for the installed jaxlib
+    (the layout it reads, the API version they answer)."""
+    from . import abi
+
+    return ffi_layout_digest(abi.layout(), (abi.API_MAJOR, abi.API_MINOR))
+
+
 @dataclass(frozen=True)
 class Requirements:
     """What an artefact needs from the machine and process that load it."""
@@ -110,6 +120,16 @@ class Requirements:
     def here(cls, *, ffi: str = "", runtime: bool = False) -> Requirements:
         """The requirements of code built for this machine's host CPU."""
         return cls(machine(), tuple(sorted(host_isa() or ())), ffi, runtime)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "isa": list(self.isa)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Requirements:
+        """Read back :meth:`to_json` (a cache entry's or a bundle's record)."""
+        isa = tuple(str(x) for x in data.get("isa", ()))
+        ffi, runtime = str(data.get("ffi", "")), bool(data.get("runtime", False))
+        return cls(str(data["machine"]), isa, ffi, runtime)
 
 
 @dataclass(frozen=True)
@@ -126,15 +146,11 @@ class Artefact:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["requires"]["isa"] = list(self.requires.isa)
-        return data
+        return {**asdict(self), "requires": self.requires.to_json()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Artefact:
-        req = dict(data["requires"])
-        req["isa"] = tuple(req.get("isa", ()))
-        return cls(**{**data, "requires": Requirements(**req)})
+        return cls(**{**data, "requires": Requirements.from_json(data["requires"])})
 
 
 def problems(req: Requirements, *, ffi: str | None = None) -> list[tuple[str, str]]:

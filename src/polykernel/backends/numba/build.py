@@ -219,10 +219,7 @@ def _load_shared(found: Any) -> Handler:
     path = private_copy(found.data, target) if found.readonly else found.path
     envs = [tuple(e) for e in meta.get("environments", [])]
     owner, address = load_handler(path, target, envs)
-    req = meta["requires"]
-    requires = Requirements(
-        req["machine"], tuple(req["isa"]), req["ffi"], req["runtime"]
-    )
+    requires = Requirements.from_json(meta["requires"])
     sha256 = meta["files"][handler_cache.SHARED]["sha256"]
     artefact = Artefact(target, "numba", str(path), target, sha256, requires,
                         label=str(meta.get("label", "")),

@@ -55,6 +55,7 @@ from ...cache.entries import (
 )
 from ...cache.locks import entry_lock
 from ...cache.store import compute_key
+from ...ffi.artefact import installed_ffi_digest
 from ...settings import paths as config
 
 __all__ = [
@@ -123,13 +124,8 @@ def _generator_digest() -> str:
     return h.hexdigest()
 
 
-@functools.cache
-def ffi_digest() -> str:
-    """The FFI layout digest of the installed jaxlib (what a handler bakes in)."""
-    from ...ffi import abi
-    from ...ffi.artefact import ffi_layout_digest
-
-    return ffi_layout_digest(abi.layout(), (abi.API_MAJOR, abi.API_MINOR))
+#: The FFI layout digest a handler generated here bakes in (one definition).
+ffi_digest = installed_ffi_digest
 
 
 def cache_key(target: str) -> str:
@@ -180,8 +176,7 @@ def lookup(key: str, *, discard: bool = False) -> Found | None:
         return None
     req = meta["requires"]
     why = problems(
-        Requirements(req["machine"], tuple(req["isa"]), req["ffi"], req["runtime"]),
-        ffi=ffi_digest(),
+        Requirements.from_json(req), ffi=ffi_digest(),
     )
     if why:
         log.debug("numba handler %s cannot load here: %s", meta["entry"], why)

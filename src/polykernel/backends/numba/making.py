@@ -89,8 +89,7 @@ def load_jit_object(context: Any, entry: str, obj: bytes, meta: dict) -> Handler
 
 def _meta(target: str, label: str, sig: Signature, artifact: Any, externals: list,
           requires: Requirements, **more: Any) -> dict:  # fmt: skip
-    req = {"machine": requires.machine, "isa": list(requires.isa),
-           "ffi": requires.ffi, "runtime": requires.runtime}  # fmt: skip
+    req = requires.to_json()
     return {"entry": target, "label": label, "signature": sig.key(),
             "externals": externals, "environments": artifact.environments,
             "requires": req, **more}  # fmt: skip

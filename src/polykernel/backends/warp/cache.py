@@ -149,11 +149,7 @@ def save_linked(
 
 
 def _requires_json(requires: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    data = asdict(requires)
-    data["isa"] = list(requires.isa)
-    return data
+    return requires.to_json()
 
 
 class Saved:
@@ -185,9 +181,7 @@ class Saved:
         """The linked handler's :class:`~polykernel.ffi.artefact.Requirements`."""
         from ...ffi.artefact import Requirements
 
-        data = dict(self.meta["requires"])
-        data["isa"] = tuple(str(x) for x in data.get("isa", ()))
-        return Requirements(**data)
+        return Requirements.from_json(self.meta["requires"])
 
 
 def _read(key: str, name: str) -> Saved | None:

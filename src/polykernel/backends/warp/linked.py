@@ -32,6 +32,7 @@ from typing import Any
 
 from ...errors import KernelLoadError
 from ...ffi import targets
+from ...ffi.artefact import installed_ffi_digest
 from .cache import LIBRARY, Saved, read_linked, save_linked
 from .names import target_for
 
@@ -41,13 +42,8 @@ log = logging.getLogger(__name__)
 _lock = threading.Lock()
 
 
-@functools.cache
-def ffi_digest() -> str:
-    """The FFI layout digest of the handlers generated for the installed jaxlib."""
-    from ...ffi import abi
-    from ...ffi.artefact import ffi_layout_digest
-
-    return ffi_layout_digest(abi.layout(), (abi.API_MAJOR, abi.API_MINOR))
+#: The FFI layout digest a handler generated here bakes in (one definition).
+ffi_digest = installed_ffi_digest
 
 
 @functools.cache
