@@ -217,16 +217,19 @@ def build_cpu_handler(
         engine.finalize_object()
         address = engine.get_function_address(target)
         handler = CpuHandler(target, address, (engine, tm, module_exec))
-        targets.register(
-            target,
-            address,
-            platform="cpu",
-            identity=target,  # the name is a digest of everything the handler does
-            backend="warp",
-            label=label,
-            owner=handler,
-            portable=portable,
-            note="" if portable else _NOT_CACHED,
-        )
+        register_cpu(target, address, label, handler,
+                     "" if portable else _NOT_CACHED)  # fmt: skip
         _handlers[target] = handler
         return handler
+
+
+def register_cpu(
+    target: str, address: int, label: str, owner: Any, note: str = "",
+    artefact: Any = None,
+) -> None:
+    """Register a Warp CPU handler (JIT-compiled or linked): its name is a digest of
+    everything the handler does, so it is its identity too."""
+    targets.register(
+        target, address, platform="cpu", identity=target, backend="warp",
+        label=label, owner=owner, portable=not note, note=note, artefact=artefact,
+    )  # fmt: skip

@@ -34,6 +34,7 @@ from ...errors import KernelLoadError
 from ...ffi import targets
 from ...ffi.artefact import installed_ffi_digest
 from .cache import LIBRARY, Saved, read_linked, save_linked
+from .cpu_handler import register_cpu
 from .names import target_for
 
 __all__ = ["build", "ffi_digest", "key", "load"]
@@ -126,18 +127,7 @@ def _register(
         address = symbol_address(library, target)
         artefact = Artefact(target, "warp", str(path), target, sha256, requires,
                             label=label)  # fmt: skip
-        targets.register(
-            target,
-            address,
-            platform="cpu",
-            identity=target,  # the name is a digest of everything the handler does
-            backend="warp",
-            label=label,
-            owner=library,
-            portable=not note,
-            note=note,
-            artefact=artefact,
-        )
+        register_cpu(target, address, label, library, note, artefact)
         return True
 
 
