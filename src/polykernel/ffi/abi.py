@@ -50,10 +50,12 @@ __all__ = [
     "layout_for",
 ]
 
-# The version a Numba handler reports in the metadata handshake. jaxlib 0.10 accepts
-# 0.1-0.3, 0.11 accepts up to 0.4 and 0.12 up to 0.5, so 0.3 is the newest version
-# every supported jaxlib understands; a handler that reports nothing (0.0) is refused.
-# (C++ handlers report the version of the headers they were compiled against.)
+# The version every polykernel CPU handler (Numba, C++, Warp) reports in the metadata
+# handshake. jaxlib 0.10 accepts 0.1-0.3, 0.11 accepts up to 0.4 and 0.12 up to 0.5,
+# so 0.3 is the newest version every supported jaxlib understands: a library built
+# against a newer jaxlib's headers still loads on an older line (a bundle moves between
+# lines). A handler that reports nothing (0.0) is refused. C++ handlers take it from
+# PK_FFI_API_MIN_MINOR in polykernel.h (a test keeps the two in step).
 API_MAJOR = 0
 API_MINOR = 3
 

@@ -179,9 +179,9 @@ def test_attribute_decoding_checks_name_and_type_in_the_handler(mod):
         jax.block_until_ready(call(jnp.ones(3), jnp.ones(3), mode=np.int32(6)))
 
 
-def test_cpu_handler_handshake_reports_the_header_version_and_no_traits(mod):
+def test_cpu_handshake_reports_the_version_every_jaxlib_reads_and_no_traits(mod):
     meta = query_metadata(mod.throws.handler_address)
-    assert meta.api_version == abi.installed_api_version()
+    assert meta.api_version == (abi.API_MAJOR, abi.API_MINOR)
     assert meta.traits == 0 and not meta.command_buffer_compatible
 
 
@@ -261,6 +261,7 @@ def test_header_uses_no_iostreams_and_refuses_unknown_ffi_versions(tmp_path):
     known = sorted(minor for _, minor in abi.SUPPORTED_VERSIONS)
     header = Path(pk_inc, "polykernel.h").read_text()
     assert f"#define PK_FFI_API_MIN_MINOR {known[0]}" in header
+    assert known[0] == abi.API_MINOR  # Numba's handlers report the same version
     assert f"#define PK_FFI_API_MAX_MINOR {known[-1]}" in header
 
 
