@@ -6,6 +6,11 @@ Numba serial, a Numba ``parallel=True`` and a Warp CPU kernel, bundled, with its
 inputs and expected output saved beside it (``OUT.npz``).
 ``python bundle_support.py load OUT.pkb`` (a child in the bare virtualenv): load,
 call, compare; prints one JSON line (timings, modules, result).
+``python bundle_support.py write-gpu OUT.pkb`` (a child; no GPU needed, run with
+``POLYKERNEL_CUDA_ARCH``): a program for CUDA calling a C++/CUDA kernel (cubins and
+PTX in its library) and a Triton kernel (launched by the GPU launcher), bundled.
+``python bundle_support.py load-gpu OUT.pkb``: load it; on a GPU also run it and
+compare with NumPy; one JSON line.
 """
 
 from __future__ import annotations
@@ -74,6 +79,72 @@ def _program():
     return jax.jit(program), x, spec
 
 
+CUDA = r"""
+__global__ void twice_kernel(const float* x, float* o, int64_t n) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) o[i] = 2.0f * x[i];
+}
+void twice(const pk::Tensor& x, pk::Tensor& out, cudaStream_t stream) {
+  int64_t n = out.numel();
+  twice_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x.data_ptr<float>(),
+                                                   out.data_ptr<float>(), n);
+}
+"""
+
+
+def _gpu_program():
+    import jax
+    import jax.numpy as jnp
+
+    import polykernel as pk
+    from polykernel.catalog import scaled_add_p
+
+    spec = jax.ShapeDtypeStruct((N,), jnp.float32)
+    options = pk.CompileOptions(cuda_arch=["sm_80"])  # + compute_80 PTX
+    cuda = pk.load_cuda_inline("bundle_gpu_twice", CUDA, ["twice"], options=options)
+
+    def program(x):
+        a = cuda.twice(x, outs=spec)  # 2x
+        return scaled_add_p(a, x, outs=spec, alpha=3.0, backend="triton")  # 7x
+
+    return jax.jit(program), spec
+
+
+def write_gpu(path: str) -> None:
+    import polykernel as pk
+
+    fn, spec = _gpu_program()
+    pk.export_bundle(fn, path, spec, platforms=["cuda"])
+    print(json.dumps({"written": path, "size": os.path.getsize(path)}))
+
+
+def load_gpu(path: str) -> None:
+    import jax
+    import numpy as np
+
+    import polykernel as pk
+
+    started = time.perf_counter()
+    bundle = pk.load_bundle(path)
+    loaded = time.perf_counter()
+    result = {
+        "load_s": loaded - started,
+        "kernels": list(bundle.kernels),
+        "gpu_kernels": list(bundle.gpu_kernels),
+        "compilers": [m for m in COMPILERS if m in sys.modules],
+        "ran": False,
+    }
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:
+        gpus = []
+    if gpus:
+        x = np.linspace(-1.0, 1.0, N, dtype=np.float32)
+        got = np.asarray(bundle(jax.device_put(x, gpus[0])))
+        result.update(ran=True, max_error=float(np.max(np.abs(got - 7 * x))))
+    print(json.dumps(result))
+
+
 def write(path: str) -> None:
     import numpy as np
 
@@ -134,4 +205,6 @@ def bare_venv(root: Path, python: str = sys.executable) -> Path:
 
 
 if __name__ == "__main__":
-    {"write": write, "load": load}[sys.argv[1]](sys.argv[2])
+    modes = {"write": write, "load": load, "write-gpu": write_gpu,
+             "load-gpu": load_gpu}  # fmt: skip
+    modes[sys.argv[1]](sys.argv[2])

@@ -34,7 +34,7 @@ from ..errors import (
 )
 from ..ffi import artefact as artefacts, targets
 from ..platforms import platform_of
-from . import bundle_file
+from . import bundle_file, bundle_gpu
 from .exporting import _as_exported, export, exported_targets
 
 if TYPE_CHECKING:
@@ -56,6 +56,8 @@ class Bundle:
             per primitive call: primitive, platform, backend, params, reason, line).
         manifest: everything the bundle records (versions, machine, checksums).
         load_seconds: how long :func:`load_bundle` took.
+        gpu_kernels: the ids of the GPU kernels it carries for polykernel's GPU
+            launcher (Triton, Numba-CUDA, Warp on a GPU).
     """
 
     exported: Exported
@@ -63,6 +65,7 @@ class Bundle:
     decisions: list[dict[str, Any]]
     manifest: dict[str, Any]
     load_seconds: float = 0.0
+    gpu_kernels: tuple[str, ...] = ()
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Run the program (``Exported.call``)."""
@@ -124,7 +127,7 @@ def export_bundle(
             f"a function, got {type(exported_or_fn).__name__}."
         )
     files: dict[str, bytes] = {bundle_file.PROGRAM: bytes(exported.serialize())}
-    kernels, needs_runtime = _kernels(exported, files)
+    kernels, needs_runtime, launches = _kernels(exported, files)
     libraries = []
     if needs_runtime:
         from ..native.runtime import runtime_library
@@ -141,18 +144,27 @@ def export_bundle(
         "libraries": libraries,
         "decisions": decisions,
     }
+    if launches:
+        from .exporting import _program_text
+
+        program = _program_text(exported, "export_bundle")
+        manifest["launcher"] = bundle_gpu.launcher_part(program, files)
     return bundle_file.write(path, manifest, files)
 
 
-def _kernels(exported: Exported, files: dict[str, bytes]) -> tuple[list, bool]:
-    """The manifest's kernel records; each artefact's bytes go into ``files``."""
+def _kernels(exported: Exported, files: dict[str, bytes]) -> tuple[list, bool, bool]:
+    """The manifest's kernel records; each artefact's bytes go into ``files``.
+    Also whether they need the runtime library, and the GPU launcher."""
     from ..ffi.metadata import query_metadata
 
-    kernels, lacking, needs_runtime = [], [], False
+    kernels, lacking, needs_runtime, launches = [], [], False, False
     for name in exported_targets(exported):
         record = targets.lookup(name)
         if record is None:
             continue  # not polykernel's: JAX's own or a user's custom call
+        if record.backend == bundle_gpu.LAUNCHER_BACKEND:
+            launches = True  # its kernels are named in the program (bundle_gpu)
+            continue
         found = record.artefact
         if found is None:
             why = record.note or f"the {record.backend} backend builds no artefact"
@@ -179,7 +191,7 @@ def _kernels(exported: Exported, files: dict[str, bytes]) -> tuple[list, bool]:
             + ". Build them on a machine with a C compiler (cc/gcc), or export "
             "with pk.export and run the program where the cache is."
         )
-    return kernels, needs_runtime
+    return kernels, needs_runtime, launches
 
 
 def _decisions(fn: Callable, exported: Exported, args: tuple, kwargs: dict) -> list:
@@ -212,13 +224,19 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
             CPU instructions this CPU lacks.
         BundleFfiVersionError: a handler speaks an XLA FFI version or layout the
             installed jaxlib does not.
+        BundleGpuArchError: a GPU kernel has neither a cubin nor PTX that runs on
+            a GPU JAX sees here.
     """
     started = time.perf_counter()
     read = bundle_file.read(path)
     manifest = read.manifest
     where = f"polykernel.load_bundle('{os.fspath(path)}')"
     kernels = manifest.get("kernels", [])
+    launcher = manifest.get("launcher")
     _check(where, kernels)
+    if launcher or any(k["requires"].get("gpu") for k in kernels):
+        devices = bundle_gpu.cuda_device_arches()
+        bundle_gpu.check_gpus(where, kernels, launcher, devices)
     from .bundle_load import open_library
 
     for lib in manifest.get("libraries", []):
@@ -236,6 +254,7 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
             identity=kernel["identity"], backend=kernel["backend"],
             label=kernel["label"], owner=library,
         )  # fmt: skip
+    gpu_kernels = bundle_gpu.load_launcher(where, launcher, read) if launcher else ()
     exported = _deserialize(where, read.file(bundle_file.PROGRAM))
     return Bundle(
         exported,
@@ -243,6 +262,7 @@ def load_bundle(path: str | os.PathLike[str]) -> Bundle:
         list(manifest.get("decisions", [])),
         manifest,
         time.perf_counter() - started,
+        gpu_kernels,
     )
 
 

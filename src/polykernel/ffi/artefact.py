@@ -17,7 +17,10 @@ What an artefact needs from the machine that loads it is recorded beside it
 - ``ffi``: the XLA FFI structure layout the handler was generated for, as a
   digest (:func:`ffi_layout_digest`): the same layout in another jaxlib is the
   same handler;
-- ``runtime``: it needs polykernel's runtime library.
+- ``runtime``: it needs polykernel's runtime library;
+- ``gpu`` and ``ptx``: for CUDA code, the architectures it holds machine code
+  (cubin) for and those it holds PTX for; a GPU runs it when one of them fits
+  (:func:`gpu_fits`).
 
 :class:`Artefact` describes one loadable handler: the target it registers, its
 library and symbol, the library's SHA-256 and its requirements. The target
@@ -33,6 +36,7 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -44,6 +48,7 @@ __all__ = [
     "Requirements",
     "ffi_layout_digest",
     "file_sha256",
+    "gpu_fits",
     "host_isa",
     "installed_ffi_digest",
     "load_library",
@@ -115,6 +120,8 @@ class Requirements:
     isa: tuple[str, ...] = ()
     ffi: str = ""  # ffi_layout_digest of a generated handler; "" for compiled C++
     runtime: bool = False
+    gpu: tuple[str, ...] = ()  # CUDA: the architectures of its cubins ('80', '90a')
+    ptx: tuple[str, ...] = ()  # CUDA: the architectures of its PTX
 
     @classmethod
     def here(cls, *, ffi: str = "", runtime: bool = False) -> Requirements:
@@ -122,14 +129,20 @@ class Requirements:
         return cls(machine(), tuple(sorted(host_isa() or ())), ffi, runtime)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "isa": list(self.isa)}
+        data = {**asdict(self), "isa": list(self.isa)}
+        return {**data, "gpu": list(self.gpu), "ptx": list(self.ptx)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Requirements:
-        """Read back :meth:`to_json` (a cache entry's or a bundle's record)."""
-        isa = tuple(str(x) for x in data.get("isa", ()))
+        """Read back :meth:`to_json` (a cache entry's or a bundle's record; an older
+        record without ``gpu``/``ptx`` is CPU code)."""
+
+        def strings(key: str) -> tuple[str, ...]:
+            return tuple(str(x) for x in data.get(key, ()))
+
         ffi, runtime = str(data.get("ffi", "")), bool(data.get("runtime", False))
-        return cls(str(data["machine"]), isa, ffi, runtime)
+        return cls(str(data["machine"]), strings("isa"), ffi, runtime,
+                   strings("gpu"), strings("ptx"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -171,6 +184,45 @@ def problems(req: Requirements, *, ffi: str | None = None) -> list[tuple[str, st
         text = f"generated for FFI layout {req.ffi}, the installed jaxlib's is {ffi}"
         found.append(("ffi", text))
     return found
+
+
+def _cc(arch: str) -> tuple[int, int, str]:
+    """``'86'`` -> ``(8, 6, '')``, ``'90a'`` -> ``(9, 0, 'a')``."""
+    digits = arch.rstrip("af")
+    return int(digits[:-1]), int(digits[-1]), arch[len(digits) :]
+
+
+def gpu_fits(device: str, cubins: Sequence[str], ptx: Sequence[str]) -> bool:
+    """Whether CUDA code with machine code for ``cubins`` and PTX for ``ptx`` runs
+    on a GPU of architecture ``device`` (all as ``'80'``, ``'90a'``).
+
+    A cubin runs on its own major architecture from its minor one up (``'80'`` on
+    an 8.6 GPU, not on 9.0); PTX is compiled by the driver for any GPU from its
+    architecture up. An ``a``/``f`` variant uses features of its own GPU only.
+
+    Example:
+        >>> from polykernel.ffi.artefact import gpu_fits
+        >>> gpu_fits("86", ["80"], []), gpu_fits("90", ["80"], [])
+        (True, False)
+        >>> gpu_fits("90", ["80"], ["80"]), gpu_fits("80", [], ["90"])
+        (True, False)
+    """
+    major, minor, variant = _cc(device)
+    for arch in cubins:
+        a_major, a_minor, a_variant = _cc(arch)
+        if a_variant:
+            if (a_major, a_minor) == (major, minor):
+                return True
+        elif a_major == major and a_minor <= minor:
+            return True
+    for arch in ptx:
+        a_major, a_minor, a_variant = _cc(arch)
+        if a_variant and (a_major, a_minor) == (major, minor):
+            return True
+        if not a_variant and (a_major, a_minor) <= (major, minor):
+            return True
+    del variant
+    return False
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

@@ -38,11 +38,13 @@ from .layout import ABI_VERSION
 
 __all__ = [
     "LauncherLibrary",
+    "adopt_launcher",
     "build_launcher",
     "launcher_key",
     "launcher_library",
     "launcher_source",
     "launcher_sources",
+    "loaded_launcher",
 ]
 
 _NAME = "polykernel_gpu_launcher"
@@ -255,14 +257,9 @@ def _mapped_range(path: Path) -> tuple[int, int]:
     return lo, hi
 
 
-@functools.cache
-def _load() -> LauncherLibrary:
-    fetched = fetch_launcher()
-    return LauncherLibrary(fetched.path, fetched.built, fetched.handle)
-
-
 def launcher_library() -> LauncherLibrary:
-    """The launcher of this process: built or fetched from the cache, then loaded.
+    """The launcher of this process: built or fetched from the cache, then loaded
+    (or the one a bundle brought, :func:`adopt_launcher`).
 
     Example:
         >>> from polykernel.launcher.build import launcher_library
@@ -271,5 +268,34 @@ def launcher_library() -> LauncherLibrary:
         >>> isinstance(ok, bool) and isinstance(detail, str)
         True
     """
+    global _loaded
     with _lock:
-        return _load()
+        if _loaded is None:
+            fetched = fetch_launcher()
+            _loaded = LauncherLibrary(fetched.path, fetched.built, fetched.handle)
+        return _loaded
+
+
+def loaded_launcher() -> LauncherLibrary | None:
+    """The launcher this process has loaded, or None (nothing is built or read)."""
+    with _lock:
+        return _loaded
+
+
+def adopt_launcher(path: Path, dll: Any) -> LauncherLibrary:
+    """Make an already opened launcher library (a bundle's) this process's launcher,
+    unless the process has one: then that one is kept and returned, since kernels
+    registered with one library are unknown to another's handlers.
+
+    Raises:
+        KernelLoadError: it speaks another launcher ABI than this polykernel.
+    """
+    global _loaded
+    with _lock:
+        if _loaded is None:
+            _loaded = LauncherLibrary(path, False, dll)
+        return _loaded
+
+
+#: The process's launcher, once loaded (one per process: it holds the kernel table).
+_loaded: LauncherLibrary | None = None

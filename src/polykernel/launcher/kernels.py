@@ -146,6 +146,7 @@ def register_gpu_kernel(
     *,
     name: str | None = None,
     allow_cuda_graph: bool = True,
+    save: bool = True,
 ) -> GpuKernel:
     """Register a compiled kernel with the native launcher (idempotent).
 
@@ -156,6 +157,8 @@ def register_gpu_kernel(
         name: a readable name for messages (default: ``entry``).
         allow_cuda_graph: ``False`` sends calls to the handler that tells XLA not to
             record it in CUDA graphs.
+        save: ``False`` keeps it out of the cache (a bundle's kernels: loading one
+            writes nothing).
 
     Returns:
         The :class:`GpuKernel`; calling it emits the custom call.
@@ -181,7 +184,7 @@ def register_gpu_kernel(
             fresh = True
         else:
             fresh = False
-    if fresh:
+    if fresh and save:
         from .cache import save_kernel
 
         save_kernel(known)  # a new process can launch it from the cache

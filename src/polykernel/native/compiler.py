@@ -159,6 +159,12 @@ SELF_CONTAINED = ("-static-libstdc++", "-static-libgcc")
 _HIDE_STATIC_LIBS = "--exclude-libs,ALL"
 
 
+def ptx_arch(arches: Sequence[str]) -> str:
+    """The architecture a CUDA build also embeds PTX for: the newest of ``arches``
+    (``'90a'`` counts as 90), so GPUs newer than every cubin can still run it."""
+    return max(arches, key=lambda a: int("".join(c for c in a if c.isdigit())))
+
+
 def build_command(
     platform: str,
     compiler: str,
@@ -192,7 +198,7 @@ def build_command(
             cmd += ["-ccbin", options.compiler]
         for arch in arches:
             cmd += ["-gencode", f"arch=compute_{arch},code=sm_{arch}"]
-        newest = max(arches, key=lambda a: int("".join(c for c in a if c.isdigit())))
+        newest = ptx_arch(arches)
         cmd += ["-gencode", f"arch=compute_{newest},code=compute_{newest}"]
         if options.fast_math:
             cmd.append("--use_fast_math")

@@ -35,7 +35,12 @@ from ...errors import KernelRegistrationError, ToolchainError
 from ...ffi import abi, targets
 from ...ffi.artefact import Artefact, Requirements, machine
 from ...native import build, cache
-from ...native.compiler import CompileOptions, build_command, classify_failure
+from ...native.compiler import (
+    CompileOptions,
+    build_command,
+    classify_failure,
+    ptx_arch,
+)
 from ...native.toolchain import (
     cuda_arches,
     find_host_compiler,
@@ -227,15 +232,22 @@ def _register(
 
 def _artefact(
     target: str, symbol: str, fetched: build.Fetched, request: LoadRequest
-) -> Artefact | None:
+) -> Artefact:
     """The library as a bundle carries it: compiled for the architecture (no
-    ``-march=native``), with no runtime beyond the C++ one it links; its checksum
-    is taken when it is carried (the cache verified the file when it was loaded).
-    A CUDA module's library needs the CUDA runtime of its build: not carried."""
-    if request.platform != "cpu":
-        return None
-    return Artefact(target, BACKEND, str(fetched.path), symbol, "",
-                    Requirements(machine()), label=target)  # fmt: skip
+    ``-march=native``), with no runtime beyond the C++ one it links (a CUDA
+    module links the CUDA runtime statically and finds the driver when it first
+    launches); its checksum is taken when it is carried (the cache verified the
+    file when it was loaded). A CUDA module records the GPU architectures it holds
+    cubins for and the newest one's PTX (:func:`~polykernel.native.compiler.
+    build_command`), which a GPU loading it must fit."""
+    gpu: tuple[str, ...] = ()
+    ptx: tuple[str, ...] = ()
+    if request.platform == LoweringPlatform.CUDA:
+        gpu = cuda_arches(request.options.cuda_arch)
+        ptx = (ptx_arch(gpu),)
+    requires = Requirements(machine(), gpu=gpu, ptx=ptx)
+    return Artefact(target, BACKEND, str(fetched.path), symbol, "", requires,
+                    label=target)  # fmt: skip
 
 
 def _publish(module: NativeModule, request: LoadRequest, fresh: bool) -> None:
