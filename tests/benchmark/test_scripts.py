@@ -44,3 +44,14 @@ def test_the_cold_build_benchmark_runs_a_round(run_env):
     done = _run(run_env, "bench_compile.py", "--reps", "1", timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "warm handler (fingerprint..load)" in done.stdout
+
+
+@pytest.mark.slow
+def test_the_startup_benchmark_runs_a_round_and_separates_garbage_collection(run_env):
+    done = _run(run_env, "bench_startup.py", "--reps", "1", "--backends", "cpp",
+                timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    share = next(x for x in done.stdout.splitlines() if x.strip().startswith("cpp"))
+    assert "ms without garbage collection; it ran" in done.stdout, done.stdout
+    assert "processes started: none" in done.stdout  # the filled cache's row
+    assert share.split()[1] in ("empty", "filled")
