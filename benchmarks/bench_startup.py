@@ -23,8 +23,9 @@ the baseline's, as measured and without the time Python's garbage collector ran
 in it. A full collection of a JAX process's heap costs ~60-70 ms here and comes
 once the process has allocated enough: a few more objects on the kernel's path
 (imports of a backend's modules) bring it forward into the first result, where the
-baseline's falls just after; both figures are printed. It also lists the compiler packages (numba, llvmlite, warp,
-triton) a filled-cache process imported beyond those the user's module imported
+baseline's falls just after; both figures are printed. It also lists the compiler
+packages (numba, llvmlite, warp, triton) a filled-cache process imported beyond
+those the user's module imported
 itself, and the compiler processes it started.
 
 ``--platform gpu``: the GPU kernels — the catalog's numba_cuda, triton, pallas and
