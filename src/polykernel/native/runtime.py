@@ -39,6 +39,7 @@ __all__ = [
     "RENAMES",
     "build_excinfo",
     "load_runtime",
+    "prefetch_runtime",
     "raise_args",
     "runtime_library",
     "unpickle",
@@ -130,6 +131,7 @@ CAPI = frozenset(_CAPI_TEXT.split())
 
 _lock = threading.Lock()
 _loaded: ctypes.CDLL | None = None
+_prefetching: threading.Thread | None = None
 
 
 @functools.cache
@@ -191,6 +193,34 @@ def runtime_library() -> Path:
     return _fetch(lambda path: path)[0]
 
 
+def prefetch_runtime() -> None:
+    """Have the runtime library ready by the time a first kernel needs it: in a
+    process that has not opened it, look it up or build it in a background thread.
+
+    A kernel's first build starts this before Numba compiles the kernel, so the
+    library's one C compile (~0.8 s here, once per machine and cache) runs beside
+    Numba's compile on another core instead of after it. :func:`load_runtime` waits
+    for the thread, then fetches as always: a failed build is raised there.
+    """
+    global _prefetching
+    with _lock:
+        if _loaded is not None or _prefetching is not None:
+            return
+        # Not a daemon: an exiting process finishes the build it started rather
+        # than leave a compiler running and a staging folder behind.
+        _prefetching = threading.Thread(
+            target=_build_quietly, name="polykernel-runtime-prefetch"
+        )
+        _prefetching.start()
+
+
+def _build_quietly() -> None:
+    try:
+        runtime_library()
+    except Exception:  # load_runtime fetches again and raises it to the caller
+        pass
+
+
 def load_runtime() -> ctypes.CDLL:
     """Open the runtime library (once per process), its symbols global: handlers
     loaded after it resolve Numba's helpers to it.
@@ -203,6 +233,9 @@ def load_runtime() -> ctypes.CDLL:
     from ..errors import KernelLoadError
     from ..ffi.artefact import load_library
 
+    prefetch = _prefetching
+    if prefetch is not None:
+        prefetch.join()  # one build at a time: the cache then holds it
     with _lock:
         if _loaded is not None:
             return _loaded

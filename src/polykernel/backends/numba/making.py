@@ -110,6 +110,10 @@ def build(
     from .rewrite import unsupported
     from .shared import emit_handler, linker_available
 
+    if linker_available():  # the shared-object handler will need the runtime
+        from ...native.runtime import prefetch_runtime
+
+        prefetch_runtime()  # built beside Numba's compile, not after it
     context, gen = codegen()
     binding = compile_kernel(kernel, sig, private)
     module = gen._create_empty_module(target)
