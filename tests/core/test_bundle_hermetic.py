@@ -6,7 +6,8 @@ Numba ``parallel=True`` and a Warp CPU kernel; another, in a bare virtualenv (no
 numba, llvmlite, warp or triton importable, ``PATH`` holding no compiler, a new
 cache directory), loads and runs it. Loading must take at most 50 ms + 5 ms per
 kernel. Where the virtualenvs of the other JAX lines exist beside this one (CI
-installs all three), the bundle is loaded with each of them too.
+installs all three), the bundle is loaded with each of them too, older lines
+included.
 """
 
 from __future__ import annotations
@@ -114,18 +115,16 @@ def _jax_of(python: Path | str) -> tuple[int, ...]:
 
 @pytest.mark.parametrize("python", _other_lines(), ids=lambda p: p.parent.parent.name)
 def test_a_bundle_loads_on_the_other_jax_lines(bundle, tmp_path, python):
-    """A newer JAX line reads what an older one wrote (JAX's promise for exported
-    programs); an older one refuses a newer StableHLO at load, by name."""
+    """Every line in our range reads what any other wrote, older lines included:
+    the bundle's program is StableHLO of the version the oldest line reads
+    (``core/portable.py``)."""
     venv = bare_venv(tmp_path / "venv", python=str(python))
     done = subprocess.run(
         [str(venv), str(SCRIPT), "load", str(bundle)],
         env=_bare_env(tmp_path), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    if done.returncode == 0:
-        got = last_json(done.stdout)
-        assert got["equal"], got
-        assert got["compilers"] == [], got
-        return
-    assert _jax_of(python) < _jax_of(sys.executable), done.stderr[-3000:]
-    assert "BundleFormatError" in done.stderr, done.stderr[-3000:]
-    assert "by a newer JAX" in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = last_json(done.stdout)
+    assert got["equal"], got
+    assert got["compilers"] == [], got
+    assert _jax_of(python) != _jax_of(sys.executable)  # another line indeed

@@ -126,6 +126,9 @@ def export_bundle(
             f"polykernel.export_bundle: expected a jax.export.Exported, its bytes or "
             f"a function, got {type(exported_or_fn).__name__}."
         )
+    from .portable import for_every_line
+
+    exported = for_every_line(exported)  # readable by every JAX line in our range
     files: dict[str, bytes] = {bundle_file.PROGRAM: bytes(exported.serialize())}
     kernels, needs_runtime, launches = _kernels(exported, files)
     libraries = []
