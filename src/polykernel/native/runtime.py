@@ -26,6 +26,7 @@ kernel's exception as Numba would.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import pickle
@@ -215,10 +216,9 @@ def prefetch_runtime() -> None:
 
 
 def _build_quietly() -> None:
-    try:
+    # A failure is left for load_runtime, which fetches again and raises it.
+    with contextlib.suppress(Exception):
         runtime_library()
-    except Exception:  # load_runtime fetches again and raises it to the caller
-        pass
 
 
 def load_runtime() -> ctypes.CDLL:
