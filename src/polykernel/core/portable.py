@@ -53,8 +53,8 @@ def for_every_line(exported: Any) -> Any:
     """
     from jax._src import xla_bridge
     from jax._src.interpreters import mlir
-    from jax._src.lib import _jax
-    from jax._src.lib.mlir import ir
+    from jax._src.lib import _jax  # pyright: ignore[reportPrivateImportUsage]
+    from jax._src.lib.mlir import ir  # pyright: ignore[reportPrivateImportUsage]
 
     target = stablehlo_target()
     if f"StableHLO_v{target}".encode() in bytes(exported.mlir_module_serialized):
