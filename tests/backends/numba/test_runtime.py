@@ -54,6 +54,44 @@ def test_it_is_built_once_per_machine_into_the_native_cache(lib):
     assert (path.parent / "source.c").read_text() == runtime._source()
 
 
+PREFETCH_CHILD = """
+import json, threading, time
+from polykernel.native import runtime
+from polykernel.errors import HostCompilerNotFoundError
+started = time.perf_counter()
+runtime.prefetch_runtime()  # returns at once: the build runs in its own thread
+returned = time.perf_counter() - started
+names = [t.name for t in threading.enumerate()]
+try:
+    library = runtime.load_runtime()  # waits for the thread, then opens the library
+    outcome = library.pkrt_abi_version() == runtime.ABI_VERSION
+except HostCompilerNotFoundError as err:
+    outcome = type(err).__name__
+runtime.prefetch_runtime()  # opened: nothing more to start
+print(json.dumps({"returned_s": returned, "threads": names, "outcome": outcome,
+                  "after": [t.name for t in threading.enumerate()]}))
+"""
+
+
+@pytest.mark.slow  # a fresh process building the library into an empty cache
+@pytest.mark.parametrize("compiler", [True, False], ids=["cc", "no-compiler"])
+def test_a_prefetch_builds_in_the_background_and_load_waits_for_it(
+    tmp_path, run_env, compiler
+):
+    env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "cache"))
+    if not compiler:
+        (tmp_path / "empty").mkdir()
+        env["PATH"] = str(tmp_path / "empty")
+    got = last_json(run_python(code=PREFETCH_CHILD, env=env, timeout=300))
+    assert got["returned_s"] < 0.5, got  # a C compile takes longer than that
+    assert "polykernel-runtime-prefetch" in got["threads"], got
+    assert "polykernel-runtime-prefetch" not in got["after"], got
+    # Built and opened; or, with no compiler, the loader's own named error.
+    assert got["outcome"] is True if compiler else got["outcome"] == (
+        "HostCompilerNotFoundError"
+    ), got
+
+
 # -- the CPython C API: one ABI for every supported Python ---------------------------
 def _includes() -> dict[str, Path]:
     """Python's include folder of this and each other test virtualenv."""
