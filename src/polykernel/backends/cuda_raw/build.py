@@ -95,7 +95,17 @@ def _self_contained(platform: str, compiler: str, options: CompileOptions) -> bo
     return has_static_runtime(compiler, store)
 
 
-def _job(request: LoadRequest, full: str, wrappers: str) -> build.BuildJob:
+def _arches(request: LoadRequest) -> tuple[str, ...]:
+    """The GPU architectures a CUDA module is built for (none for C++): asked once
+    per load, for the build's key and the artefact's requirements alike."""
+    if request.platform == LoweringPlatform.CUDA:
+        return cuda_arches(request.options.cuda_arch)
+    return ()
+
+
+def _job(
+    request: LoadRequest, full: str, wrappers: str, arches: tuple[str, ...]
+) -> build.BuildJob:
     """The build of ``request``: command line and content key."""
     import jax
     import jaxlib.version
@@ -104,9 +114,8 @@ def _job(request: LoadRequest, full: str, wrappers: str) -> build.BuildJob:
     store = cache.native_root() / "toolchains"
     if request.platform == LoweringPlatform.CUDA:
         compiler = find_nvcc(options.nvcc)
-        arches = cuda_arches(options.cuda_arch)
     else:
-        compiler, arches = find_host_compiler(options.compiler), ()
+        compiler = find_host_compiler(options.compiler)
     static = _self_contained(request.platform, compiler, options)
     cmd = build_command(
         request.platform, compiler, options, arches, "<src>", "<out>", static
@@ -158,7 +167,8 @@ def load(request: LoadRequest) -> NativeModule:
         request.path,
         allow_cuda_graph=request.keywords.allow_cuda_graph,
     )
-    job = _job(request, full, wrappers)
+    arches = _arches(request)
+    job = _job(request, full, wrappers, arches)
     slot = (request.name, job.key)
     # One thread at a time per module; other modules build meanwhile (``cache
     # warm``), outside the lock of the tables below.
@@ -170,7 +180,7 @@ def load(request: LoadRequest) -> NativeModule:
             fetched = build.fetch_or_build(job, _dlopen, classify_failure)
         with _lock:
             if fresh:
-                module = _register(request, job.key, fetched, specs)
+                module = _register(request, job.key, fetched, specs, arches)
                 _modules[slot] = module
             elif request.keywords.verbose:
                 print(
@@ -198,7 +208,11 @@ def _dlopen(path: Path) -> ctypes.CDLL:
 
 
 def _register(
-    request: LoadRequest, key: str, fetched: build.Fetched, specs: Sequence[Any]
+    request: LoadRequest,
+    key: str,
+    fetched: build.Fetched,
+    specs: Sequence[Any],
+    arches: tuple[str, ...],
 ) -> NativeModule:
     handle = fetched.handle
     platform = xla_platform(request.platform)
@@ -216,7 +230,7 @@ def _register(
             backend=BACKEND,
             label=f"{request.name}.{spec.name}",
             owner=handle,
-            artefact=_artefact(target, handler_symbol(spec.name), fetched, request),
+            artefact=_artefact(target, handler_symbol(spec.name), fetched, arches),
         )
         public = f"{request.prefix}.{spec.name}"
         function = NativeFunction(
@@ -231,21 +245,17 @@ def _register(
 
 
 def _artefact(
-    target: str, symbol: str, fetched: build.Fetched, request: LoadRequest
+    target: str, symbol: str, fetched: build.Fetched, arches: tuple[str, ...]
 ) -> Artefact:
     """The library as a bundle carries it: compiled for the architecture (no
     ``-march=native``), with no runtime beyond the C++ one it links (a CUDA
     module links the CUDA runtime statically and finds the driver when it first
     launches); its checksum is taken when it is carried (the cache verified the
     file when it was loaded). A CUDA module records the GPU architectures it holds
-    cubins for and the newest one's PTX (:func:`~polykernel.native.compiler.
-    build_command`), which a GPU loading it must fit."""
-    gpu: tuple[str, ...] = ()
-    ptx: tuple[str, ...] = ()
-    if request.platform == LoweringPlatform.CUDA:
-        gpu = cuda_arches(request.options.cuda_arch)
-        ptx = (ptx_arch(gpu),)
-    requires = Requirements(machine(), gpu=gpu, ptx=ptx)
+    cubins for (``arches``) and the newest one's PTX (:func:`~polykernel.native.
+    compiler.build_command`), which a GPU loading it must fit."""
+    ptx = (ptx_arch(arches),) if arches else ()
+    requires = Requirements(machine(), gpu=arches, ptx=ptx)
     return Artefact(target, BACKEND, str(fetched.path), symbol, "", requires,
                     label=target)  # fmt: skip
 
