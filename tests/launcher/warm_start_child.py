@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import re
-import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from warm_start_support import watch_processes
 
 #: The package the user's module imports itself, per backend.
 PACKAGE = {"triton": "triton", "numba_cuda": "numba.cuda"}
@@ -26,28 +28,6 @@ PACKAGE = {"triton": "triton", "numba_cuda": "numba.cuda"}
 COMPILERS = ("numba", "llvmlite", "numba_cuda", "cuda", "triton", "warp")
 KEYWORDS = {"triton": {"BLOCK": 1024, "num_warps": 4},
             "numba_cuda": {"threads_per_block": 256}}  # fmt: skip
-
-
-def watch_processes(started: list[str]) -> None:
-    """Record every process this one starts from now on."""
-    real_popen = subprocess.Popen.__init__
-
-    def popen(self, args, *rest, **kw):
-        started.append(str(args if isinstance(args, str) else args[0]))
-        real_popen(self, args, *rest, **kw)
-
-    subprocess.Popen.__init__ = popen
-
-    def spy(name, real):
-        def call(*args, **kw):
-            started.append(f"{name} {args[0]}")
-            return real(*args, **kw)
-
-        return call
-
-    for name in ("system", "posix_spawn", "posix_spawnp"):
-        if hasattr(os, name):
-            setattr(os, name, spy(name, getattr(os, name)))
 
 
 def watch_compiler(backend: str, compiles: list[str]) -> None:

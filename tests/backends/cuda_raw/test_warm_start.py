@@ -10,11 +10,13 @@ imports no loader module.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 
 from subprocess_support import last_json, run_python
+from warm_start_support import SUPPORT
 
 COMPILER_PACKAGES = ("numba", "llvmlite", "warp", "triton")
 
@@ -26,21 +28,10 @@ SRC = """void warm_twice(const pk::Tensor& x, pk::Tensor& y) {
 # Loads SRC (stdin) and calls it once under jit; prints what the process started.
 CHILD = textwrap.dedent(
     """
-    import json, os, subprocess, sys
+    import json, sys
+    from warm_start_support import watch_processes  # on PYTHONPATH (_load)
     started = []
-    real_popen = subprocess.Popen.__init__
-    def popen(self, args, *rest, **kw):
-        started.append(str(args if isinstance(args, str) else args[0]))
-        real_popen(self, args, *rest, **kw)
-    subprocess.Popen.__init__ = popen
-    def spy(name, real):
-        def call(*args, **kw):
-            started.append(f"{name} {args[0]}")
-            return real(*args, **kw)
-        return call
-    for name in ("system", "posix_spawn", "posix_spawnp"):
-        if hasattr(os, name):
-            setattr(os, name, spy(name, getattr(os, name)))
+    watch_processes(started)
     import jax, jax.numpy as jnp
     from polykernel import load_cpp_inline
     before = set(sys.modules)
@@ -59,9 +50,10 @@ CHILD = textwrap.dedent(
 
 def _load(env: dict[str, str], name: str) -> dict:
     """Run CHILD in a new process on SRC; what it printed."""
+    path = os.pathsep.join(p for p in (str(SUPPORT), env.get("PYTHONPATH")) if p)
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, name, *COMPILER_PACKAGES], input=SRC, env=env,
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", CHILD, name, *COMPILER_PACKAGES], input=SRC,
+        env={**env, "PYTHONPATH": path}, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     return last_json(proc.stdout)

@@ -11,22 +11,18 @@ package and names the same launcher kernel as the first.
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from numba import cuda, float32
+from warm_start_support import lower_in_a_new_process
 
 from polykernel.backends.numba_cuda import compile as nc_compile
 from polykernel.backends.numba_cuda.fingerprint import build_key, kernel_digest
 from polykernel.launcher.cache import Build, save_build
 from polykernel.launcher.kernels import KernelImage
 
-CHILD = Path(__file__).resolve().parents[2] / "launcher" / "warm_start_child.py"
 TABLE = np.arange(4, dtype=np.float32)
 ARRAYS = (("float32",) * 3, (1, 1, 1))
 
@@ -131,19 +127,12 @@ def test_a_held_build_is_used_without_the_compiler(tmp_path, monkeypatch):
         nc_compile.kernel_images.cache_clear()
 
 
-def _lower_in_a_new_process(env: dict[str, str]) -> dict:
-    proc = subprocess.run([sys.executable, str(CHILD), "numba_cuda"], env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 @pytest.mark.slow  # two processes, one NVVM compile and the launcher's build
 def test_a_second_process_lowers_from_the_cache_without_compiling(tmp_path, run_env):
     env = {**run_env, "POLYKERNEL_CACHE_DIR": str(tmp_path / "cache"),
            "POLYKERNEL_CUDA_ARCH": "90"}  # fmt: skip
-    cold = _lower_in_a_new_process(env)
-    warm = _lower_in_a_new_process(env)
+    cold = lower_in_a_new_process("numba_cuda", env)
+    warm = lower_in_a_new_process("numba_cuda", env)
     print(f"\nnumba_cuda scaled_add, lower() for cuda: cold {cold['lower_ms']:.0f} "
           f"ms, warm {warm['lower_ms']:.1f} ms")  # fmt: skip
     assert cold["compiles"] and cold["launcher"] and len(cold["kernels"]) == 1

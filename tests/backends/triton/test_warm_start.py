@@ -10,12 +10,8 @@ names the same launcher kernel as the first.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from warm_start_support import lower_in_a_new_process
 
 triton = pytest.importorskip("triton")
 
@@ -26,7 +22,6 @@ from polykernel.backends.triton.fingerprint import build_key  # noqa: E402
 from polykernel.launcher.cache import Build, load_build, save_build  # noqa: E402
 from polykernel.launcher.kernels import KernelImage  # noqa: E402
 
-CHILD = Path(__file__).resolve().parents[2] / "launcher" / "warm_start_child.py"
 OPTIONS = {"num_warps": 4, "num_stages": 3, "enable_fp_fusion": True}
 
 
@@ -88,20 +83,13 @@ def test_a_held_build_is_used_without_the_compiler(tmp_path, monkeypatch):
     assert load_build(key) is not None
 
 
-def _lower_in_a_new_process(env: dict[str, str]) -> dict:
-    proc = subprocess.run([sys.executable, str(CHILD), "triton"], env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 @pytest.mark.slow  # two processes, one Triton compile and the launcher's build
 def test_a_second_process_lowers_from_the_cache_without_compiling(tmp_path, run_env):
     env = {**run_env, "POLYKERNEL_CACHE_DIR": str(tmp_path / "cache"),
            "TRITON_CACHE_DIR": str(tmp_path / "triton"),
            "POLYKERNEL_CUDA_ARCH": "90"}  # fmt: skip
-    cold = _lower_in_a_new_process(env)
-    warm = _lower_in_a_new_process(env)
+    cold = lower_in_a_new_process("triton", env)
+    warm = lower_in_a_new_process("triton", env)
     print(f"\ntriton scaled_add, lower() for cuda: cold {cold['lower_ms']:.0f} ms, "
           f"warm {warm['lower_ms']:.1f} ms")  # fmt: skip
     assert cold["compiles"] and cold["launcher"] and len(cold["kernels"]) == 1

@@ -1,0 +1,50 @@
+"""Warm-start tests in fresh processes: watching what a process starts, and
+lowering the catalog's ``scaled_add`` for CUDA in a new process.
+
+:func:`watch_processes` is imported by the children themselves (put this folder on
+their ``sys.path``); :func:`lower_in_a_new_process` by the tests that run
+``tests/launcher/warm_start_child.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SUPPORT = Path(__file__).resolve().parent
+WARM_START_CHILD = SUPPORT.parent / "launcher" / "warm_start_child.py"
+
+
+def watch_processes(started: list[str]) -> None:
+    """Record every process this one starts from now on (``subprocess.Popen``,
+    ``os.system``, ``os.posix_spawn*``) in ``started``."""
+    real_popen = subprocess.Popen.__init__
+
+    def popen(self, args, *rest, **kw):
+        started.append(str(args if isinstance(args, str) else args[0]))
+        real_popen(self, args, *rest, **kw)
+
+    subprocess.Popen.__init__ = popen  # type: ignore[method-assign]
+
+    def spy(name, real):
+        def call(*args, **kw):
+            started.append(f"{name} {args[0]}")
+            return real(*args, **kw)
+
+        return call
+
+    for name in ("system", "posix_spawn", "posix_spawnp"):
+        if hasattr(os, name):
+            setattr(os, name, spy(name, getattr(os, name)))
+
+
+def lower_in_a_new_process(backend: str, env: dict[str, str]) -> dict:
+    """Run the warm-start child for ``backend`` (``triton`` or ``numba_cuda``);
+    the JSON line it printed."""
+    proc = subprocess.run([sys.executable, str(WARM_START_CHILD), backend], env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
