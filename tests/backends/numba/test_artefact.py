@@ -173,13 +173,19 @@ def test_an_entry_this_machine_cannot_load_is_rebuilt(run_env, tmp_path):
     assert entry.name == _entry(tmp_path / "pk").name
 
 
-@pytest.mark.slow  # subprocesses, compiles
-def test_without_a_c_compiler_the_handler_is_a_jit_object(run_env, tmp_path):
+def _without_a_c_compiler(run_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """``run_env`` with an empty ``PATH`` (no cc to link with) and its own cache."""
     bare = tmp_path / "bin"
     bare.mkdir()
     env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "pk"), PATH=str(bare))
     for name in ("CC", "CXX"):
         env.pop(name, None)
+    return env
+
+
+@pytest.mark.slow  # subprocesses, compiles
+def test_without_a_c_compiler_the_handler_is_a_jit_object(run_env, tmp_path):
+    env = _without_a_c_compiler(run_env, tmp_path)
     code = (
         "import logging, runpy, sys\n"
         "logging.basicConfig(level=logging.WARNING)\n"
@@ -230,11 +236,7 @@ except pk.KernelRegistrationError as err:
 
 @pytest.mark.slow  # subprocesses, compiles
 def test_a_parallel_jit_object_is_refused_under_workqueue(run_env, tmp_path):
-    bare = tmp_path / "bin"
-    bare.mkdir()
-    env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "pk"), PATH=str(bare))
-    for name in ("CC", "CXX"):
-        env.pop(name, None)
+    env = _without_a_c_compiler(run_env, tmp_path)
     blob = tmp_path / "thrice.jaxexport"
     run_python("-c", PARALLEL, str(blob), env=env, timeout=300)
     env["NUMBA_THREADING_LAYER"] = "workqueue"
