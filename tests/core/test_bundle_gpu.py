@@ -142,3 +142,14 @@ def test_a_gpu_bundle_runs_on_the_gpu(tmp_path):
     out = run_python(SCRIPT, "load-gpu", tmp_path / "gpu.pkb", env=env, timeout=600)
     got = last_json(out)
     assert got["ran"] and got["max_error"] == 0.0, got
+
+
+def test_without_a_gpu_platform_no_gpu_is_checked():
+    import jax
+
+    from polykernel.settings.cuda_arch import jax_cuda_arches
+
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    if gpus:
+        pytest.skip("a GPU is visible: test_a_gpu_bundle_runs_on_the_gpu covers it")
+    assert jax_cuda_arches() == () == bundle_gpu.cuda_device_arches()

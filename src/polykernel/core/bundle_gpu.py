@@ -82,24 +82,11 @@ def launcher_part(program: str, files: dict[str, bytes]) -> dict[str, Any]:
 
 
 def cuda_device_arches() -> tuple[str, ...]:
-    """The architectures (``'90'``) of the CUDA GPUs JAX sees, asked for by
-    platform (``jax.devices()`` lists only the default platform's)."""
-    import jax
+    """The architectures (``'90'``) of the CUDA GPUs JAX sees (a bundle's GPU
+    kernels must fit each)."""
+    from ..settings.cuda_arch import jax_cuda_arches
 
-    from ..settings.cuda_arch import normalize_arch
-
-    try:
-        gpus = jax.devices("gpu")
-    except RuntimeError:  # no GPU platform in this process
-        return ()
-    found = set()
-    for device in gpus:
-        capability = getattr(device, "compute_capability", None)
-        try:
-            found.add(normalize_arch(capability))
-        except Exception:  # not CUDA's numbering (ROCm): no CUDA code runs there
-            continue
-    return tuple(sorted(found))
+    return jax_cuda_arches()
 
 
 def _launcher_images(launcher: dict[str, Any]) -> list[tuple[str, list, list]]:

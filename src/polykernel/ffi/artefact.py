@@ -207,7 +207,7 @@ def gpu_fits(device: str, cubins: Sequence[str], ptx: Sequence[str]) -> bool:
         >>> gpu_fits("90", ["80"], ["80"]), gpu_fits("80", [], ["90"])
         (True, False)
     """
-    major, minor, variant = _cc(device)
+    major, minor, _ = _cc(device)  # a device's own variant changes nothing
     for arch in cubins:
         a_major, a_minor, a_variant = _cc(arch)
         if a_variant:
@@ -221,7 +221,6 @@ def gpu_fits(device: str, cubins: Sequence[str], ptx: Sequence[str]) -> bool:
             return True
         if not a_variant and (a_major, a_minor) <= (major, minor):
             return True
-    del variant
     return False
 
 

@@ -31,7 +31,7 @@ from ..errors import (
     NvccNotFoundError,
     ToolchainError,
 )
-from ..settings.cuda_arch import normalize_arch
+from ..settings.cuda_arch import jax_cuda_arches, normalize_arch
 from ..settings.preferences import pinned_cuda_arches
 
 __all__ = [
@@ -255,19 +255,8 @@ def _detect_gpu_arches() -> tuple[str, ...]:
     if "jax" in sys.modules:  # never imported here: native builds need no JAX
         from .._jax_compat import backends_initialised
 
-        if backends_initialised():
-            import jax
-
-            try:
-                gpus = jax.devices("gpu")
-            except RuntimeError:  # no GPU platform in this process
-                gpus = []
-            try:
-                found = {normalize_arch(d.compute_capability) for d in gpus}
-            except (AttributeError, ValueError):  # not CUDA's numbering (ROCm)
-                found = set()
-            if found:
-                return tuple(sorted(found))
+        if backends_initialised() and (found := jax_cuda_arches()):
+            return found
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return ()

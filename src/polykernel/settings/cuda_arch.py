@@ -6,7 +6,7 @@ import re
 
 from ..errors import UnsupportedArchError
 
-__all__ = ["normalize_arch"]
+__all__ = ["jax_cuda_arches", "normalize_arch"]
 
 
 def normalize_arch(arch: object) -> str:
@@ -21,3 +21,26 @@ def normalize_arch(arch: object) -> str:
             "expected e.g. 'sm_80', '80' or '8.0'."
         )
     return text
+
+
+def jax_cuda_arches() -> tuple[str, ...]:
+    """The architectures (``'90'``) of the CUDA GPUs this process's JAX has, sorted.
+
+    JAX is asked by platform: ``jax.devices()`` lists only the default platform's
+    devices, which under ``JAX_PLATFORMS=cpu,cuda`` are the CPU's. Asking starts
+    JAX's backends: callers that must not (before the user configures JAX) check
+    first. A GPU without CUDA's numbering (ROCm) is left out: no CUDA code runs there.
+    """
+    import jax
+
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:  # no GPU platform in this process
+        return ()
+    found = set()
+    for device in gpus:
+        try:
+            found.add(normalize_arch(getattr(device, "compute_capability", None)))
+        except UnsupportedArchError:
+            continue
+    return tuple(sorted(found))
