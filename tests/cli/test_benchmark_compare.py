@@ -299,8 +299,10 @@ def test_identical_code_twice_passes_and_a_kernel_slowed_by_half_fails(
     confirm = slowed.stdout.split("timed again to confirm")[1]
     line = next(x for x in confirm.splitlines() if "numba / n=10000" in x)
     assert line.endswith("SLOWER")
-    # Slower in the first timing only (a burst of load): not a regression.
-    once = benchmark(8, "--compare", "old.json", "--fail-above", "1.10", first=12)
+    # Slower in the first timing only (a burst of load): not a regression. 2x in
+    # the first timing against a 1.3 bound: under CI load (the other worker busy)
+    # identical code's ratio alone moves up to ~1.25x between runs.
+    once = benchmark(8, "--compare", "old.json", "--fail-above", "1.3", first=16)
     assert once.returncode == 0, once.stdout + once.stderr
     first, confirm = once.stdout.split("timed again to confirm")
     assert "SLOWER" in first and "SLOWER" not in confirm
