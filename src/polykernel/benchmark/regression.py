@@ -23,6 +23,18 @@ What is compared (``relative_to``):
 or of the per-round ratios); a change counts only when even the new run's lower
 quartile over the old run's upper quartile (``low``) is above ``fail_above``. A
 change above it at the medians only is shown as *within spread* and does not fail.
+
+"Slower" relative to a reference also needs the record's own time to be slower:
+the change of its fastest round (``min_ms``, where both files have it: load only
+adds to it, so a burst in either run does not move it) above ``fail_above`` too.
+A ratio moves when either side of it moves, and the reference moves on its own
+(a host callback waits for the GIL and a thread switch under load; a JAX upgrade
+speeds it up): CI saw identical Numba code at 1.22x its ratio, twice, while its
+own time went 0.76x because the reference's went 0.62x. A kernel that got slower
+is slower both ways; a record slower relative to the reference only is shown as
+*time held* and does not fail.
+The cost: a slowdown hidden by an equal speed-up of the whole machine between
+the runs passes.
 """
 
 from __future__ import annotations
@@ -51,8 +63,9 @@ class Comparison:
     relative to ``base``'s in the same run), ``noisy`` when the change is within
     the spread of the two runs, ``old_value``/``new_value`` (what was compared),
     ``spread`` (the two runs' spreads added), ``low`` (the change from the new
-    run's lower quartile to the old run's upper one) and ``judged`` (False for the
-    reference's own records when comparing relative to it)."""
+    run's lower quartile to the old run's upper one), ``judged`` (False for the
+    reference's own records when comparing relative to it) and ``time_ratio``
+    (with ``base``: the change of the record's own fastest time, new / old)."""
 
     key: tuple[str, str, str, str]
     old_ms: float
@@ -65,9 +78,23 @@ class Comparison:
     spread: float = 0.0
     low: float | None = None
     judged: bool = True
+    time_ratio: float | None = None
 
     def slower(self, fail_above: float) -> bool:
-        """Whether this record is slower than ``fail_above`` beyond the spread."""
+        """Whether this record is slower than ``fail_above`` beyond the spread
+        (and, relative to a reference, in its own time as well)."""
+        return self._beyond_spread(fail_above) and not self.time_held(fail_above)
+
+    def time_held(self, fail_above: float) -> bool:
+        """Slower relative to the reference beyond the spread, but the record's own
+        time changed by ``fail_above`` or less: the reference moved, not it."""
+        return (
+            self._beyond_spread(fail_above)
+            and self.time_ratio is not None
+            and self.time_ratio <= fail_above
+        )
+
+    def _beyond_spread(self, fail_above: float) -> bool:
         low = self.ratio if self.low is None else self.low
         return self.judged and low > fail_above
 
@@ -81,6 +108,15 @@ def _ms(record: Any) -> float | None:
     if not record.success or value is None or value != value or value <= 0:
         return None
     return float(value)
+
+
+def _time_change(a: Any, b: Any) -> float:
+    """New / old of the record's fastest round where both files have it (its own
+    time, least moved by the load of the machine), else of its median."""
+    fastest = [r.min_ms for r in (a, b)]
+    if all(isinstance(v, int | float) and v > 0 for v in fastest):
+        return float(fastest[1]) / float(fastest[0])
+    return float(_ms(b)) / float(_ms(a))  # type: ignore[arg-type]
 
 
 def _spread(record: Any) -> float:
@@ -132,9 +168,10 @@ def _compare(key, a, b, base, before, after) -> Comparison:
     low = change * max(1 - s_new / 2, 0.0) / (1 + s_old / 2)
     spread = s_old + s_new
     noisy = abs(change - 1) <= spread / 2 or spread / 2 >= USELESS_SPREAD
+    time_change = _time_change(a, b) if base is not None and judged else None
     return Comparison(
         key, old_ms, new_ms, change, noisy, base if judged else None,
-        old, new, spread, low, judged,
+        old, new, spread, low, judged, time_change,
     )  # fmt: skip
 
 
@@ -195,6 +232,8 @@ def _flag(c: Comparison, fail_above: float | None) -> str:
         return "reference"
     if fail_above is None or c.ratio <= fail_above:
         return ""
+    if c.time_held(fail_above):
+        return "time held"
     return "SLOWER" if c.slower(fail_above) else "within spread"
 
 
@@ -213,6 +252,13 @@ def _legend(matched: Sequence[Comparison], fail_above: float | None) -> list[str
         text += (
             f"; SLOWER (fails the gate): above {fail_above:g} beyond that spread "
             "(new lower quartile / old upper quartile)"
+            + (", and its own time too" if bases else "")
+        )
+    if "time held" in flags:
+        text += (
+            f"; time held: slower relative to {', '.join(bases)} only, its own time "
+            f"changed by {fail_above:g}x or less (the reference moved), not judged "
+            "slower"
         )
     if "within spread" in flags:
         text += f"; within spread: above {fail_above:g} at the medians only"
