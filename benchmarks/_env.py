@@ -7,7 +7,10 @@ forgot would leak state between runs and make cold-start figures warm.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 #: Each cache / settings variable and its folder under the run directory.
 CACHE_DIRS = {
@@ -23,3 +26,19 @@ CACHE_DIRS = {
 def cache_environment(run_dir: str | os.PathLike) -> dict[str, str]:
     """``{variable: path}`` for every cache, under ``run_dir``."""
     return {var: os.path.join(run_dir, sub) for var, sub in CACHE_DIRS.items()}
+
+
+def run_directory(prefix: str) -> str:
+    """A new private directory for this run's caches and files, removed when the
+    process that made it exits (normally or by an exception): a benchmark leaves
+    nothing in the temp dir."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(path, 0o700)
+    owner = os.getpid()
+
+    def remove() -> None:
+        if os.getpid() == owner:  # not in a forked child
+            shutil.rmtree(path, ignore_errors=True)
+
+    atexit.register(remove)
+    return path

@@ -31,11 +31,10 @@ Run: ``python benchmarks/bench_backends.py [--quick] [--json out.json]``
 from __future__ import annotations
 
 import os
-import tempfile
 
-from _env import cache_environment
+from _env import cache_environment, run_directory
 
-_RUN_DIR = tempfile.mkdtemp(prefix="polykernel-bench-")
+_RUN_DIR = run_directory("polykernel-bench-")
 os.environ.update(JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
 os.environ.update(cache_environment(_RUN_DIR))
 

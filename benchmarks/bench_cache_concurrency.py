@@ -23,11 +23,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from _env import cache_environment
+from _env import cache_environment, run_directory
 
 CHILD = Path(__file__).resolve().parents[1] / "tests/support/cache_stress_child.py"
 
@@ -50,7 +49,7 @@ def _prune_loop(env: dict[str, str]) -> subprocess.Popen:
 
 
 def scenario(name: str, processes: int, kernels: int, **options: str) -> dict:
-    run_dir = Path(tempfile.mkdtemp(prefix="polykernel-bench-cache-"))
+    run_dir = Path(run_directory("polykernel-bench-cache-"))
     prune = options.pop("prune", "")
     env = _env(run_dir, **options)
     admin = _prune_loop(env) if prune else None

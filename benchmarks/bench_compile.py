@@ -26,10 +26,9 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import textwrap
 
-from _env import cache_environment
+from _env import cache_environment, run_directory
 
 KERNELS = {
     "csrmv": """
@@ -152,8 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
-    run_dir = tempfile.mkdtemp(prefix="polykernel-bench-compile-")
-    os.chmod(run_dir, 0o700)
+    run_dir = run_directory("polykernel-bench-compile-")
     os.environ.update(cache_environment(run_dir))  # each child's own polykernel cache
     results = {}
     try:

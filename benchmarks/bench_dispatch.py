@@ -25,12 +25,11 @@ Run: ``python benchmarks/bench_dispatch.py [--quick] [--json out.json]``
 from __future__ import annotations
 
 import os
-import tempfile
 
-from _env import cache_environment
+from _env import cache_environment, run_directory
 
 # Environment first: before JAX or Numba is imported anywhere.
-_RUN_DIR = tempfile.mkdtemp(prefix="polykernel-bench-")
+_RUN_DIR = run_directory("polykernel-bench-")
 os.environ["JAX_PLATFORMS"] = "cpu"
 os.environ["NUMBA_THREADING_LAYER"] = "omp"
 # On a small machine, OpenMP workers that spin after a prange region steal the cores
@@ -314,7 +313,6 @@ def main(argv: list[str] | None = None) -> int:
             meta = {"python": sys.version, "jax": jax.__version__,
                     "tune_allocator": args.tune_allocator}  # fmt: skip
             json.dump({**meta, "rows": rows}, fh, indent=2)
-    shutil.rmtree(_RUN_DIR, ignore_errors=True)
     return 0
 
 

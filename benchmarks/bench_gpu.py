@@ -32,9 +32,9 @@ from __future__ import annotations
 import os
 import tempfile
 
-from _env import cache_environment
+from _env import cache_environment, run_directory
 
-_RUN_DIR = tempfile.mkdtemp(prefix="polykernel-bench-gpu-")
+_RUN_DIR = run_directory("polykernel-bench-gpu-")
 for _var, _path in cache_environment(_RUN_DIR).items():
     os.environ.setdefault(_var, _path)
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")

@@ -24,13 +24,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from _env import cache_environment
+from _env import cache_environment, run_directory
 
-_RUN_DIR = tempfile.mkdtemp(prefix="polykernel-bench-native-")
+_RUN_DIR = run_directory("polykernel-bench-native-")
 os.environ.update(JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
 os.environ.update(cache_environment(_RUN_DIR))
 

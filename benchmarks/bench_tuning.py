@@ -53,11 +53,10 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from _env import cache_environment
+from _env import cache_environment, run_directory
 
 HERE = Path(__file__).resolve().parent
 N_SHAPES = 20
@@ -835,7 +834,7 @@ def main() -> int:
     sys.path.insert(0, str(HERE.parent / "src"))
     if args.phase:
         return _child(args)
-    run_dir = Path(tempfile.mkdtemp(prefix="polykernel-bench-tuning-"))
+    run_dir = Path(run_directory("polykernel-bench-tuning-"))
     env = _environment(run_dir, args.platform)
     # The second tuning run writes a table of its own (its config directory): the
     # two runs are independent, as two users' `polykernel tune` are.

@@ -22,7 +22,6 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -61,8 +60,9 @@ def main() -> int:
     if args.only:
         tune_one(args.only, args.quick)
         return 0
-    run_dir = Path(tempfile.mkdtemp(prefix="polykernel-ship-tables-"))
-    from _env import cache_environment
+    from _env import cache_environment, run_directory
+
+    run_dir = Path(run_directory("polykernel-ship-tables-"))
 
     os.environ.update(JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
     os.environ.update(cache_environment(run_dir))

@@ -1,8 +1,8 @@
 """Test-session environment: CPU JAX, a thread-safe Numba layer, private caches.
 
 The variables are set before JAX or Numba is imported by any test module, and every
-cache directory (matplotlib's included) lives under one temporary directory this run
-owns, removed when the run's process exits.
+cache directory (matplotlib's included) and every temporary file (``TMPDIR``) lives
+under one temporary directory this run owns, removed when the run's process exits.
 
 ``make test`` runs on the CPU only (``JAX_PLATFORMS=cpu``) and skips ``gpu`` tests.
 ``make test-gpu`` sets ``POLYKERNEL_TEST_GPU=1``: JAX may then use the GPU too
@@ -27,6 +27,14 @@ sys.path.insert(0, str(Path(__file__).parent / "support"))
 
 _RUN_DIR = tempfile.mkdtemp(prefix="polykernel-tests-")
 os.chmod(_RUN_DIR, 0o700)
+# Every temporary file of the run goes under it too, this process's and its
+# children's (TMPDIR): a child a test kills (cache faults, distributed jobs) never
+# runs its atexit cleanup, and would leave its private build folder
+# (polykernel-native-*), a compiler's scratch file or a benchmark's run folder in
+# the system's temp dir. pytest's own basetemp (tmp_path) follows.
+_TMP = os.path.join(_RUN_DIR, "tmp")
+os.mkdir(_TMP, 0o700)
+os.environ["TMPDIR"] = tempfile.tempdir = _TMP
 GPU_RUN = os.environ.get("POLYKERNEL_TEST_GPU") == "1"
 os.environ["JAX_PLATFORMS"] = "cpu,cuda" if GPU_RUN else "cpu"
 if GPU_RUN:

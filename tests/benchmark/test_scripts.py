@@ -7,6 +7,7 @@ and the cold-build benchmark must run one round end to end.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,35 @@ def _run(run_env, *args: str, timeout: float = 120) -> subprocess.CompletedProce
 
 def test_every_script_with_a_command_line_is_listed():
     assert {"bench_compile.py", "bench_tuning.py", "side_by_side.py"} <= set(SCRIPTS)
+
+
+def test_every_benchmark_run_directory_is_removed_when_its_process_exits(
+    run_env, tmp_path
+):
+    # The scripts keep their caches in a run directory of their own
+    # (_env.run_directory): gone at exit, by an exception too, but not in a child
+    # the run forked (it is still the parent's).
+    code = (
+        "import os, sys, _env\n"
+        "path = _env.run_directory('pk-test-run-')\n"
+        "open(os.path.join(path, 'f'), 'w').close()\n"
+        "if os.fork() == 0: os._exit(0)\n"
+        "os.wait(); print(path, os.path.isfile(os.path.join(path, 'f')), flush=True)\n"
+        "if sys.argv[1] == 'raise': raise SystemExit(3)\n"
+    )
+    for how, code_expected in (("exit", 0), ("raise", 3)):
+        env = run_env | {"TMPDIR": str(tmp_path)}
+        done = _run(env, "-c", code, how)
+        assert done.returncode == code_expected, done.stderr[-2000:]
+        path, present = done.stdout.split()
+        assert present == "True" and Path(path).parent == tmp_path
+        assert not Path(path).exists()
+    uses = [
+        p.name
+        for p in BENCHMARKS.glob("*.py")
+        if p.name != "_env.py" and re.search(r"mkdtemp\((?![^)]*\bdir=)", p.read_text())
+    ]  # a folder inside the run directory goes with it
+    assert uses == [], f"use _env.run_directory, which removes it at exit: {uses}"
 
 
 @pytest.mark.slow
