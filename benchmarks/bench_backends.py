@@ -40,7 +40,6 @@ os.environ.update(cache_environment(_RUN_DIR))
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import shutil  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -238,18 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
-    try:
-        rows = measure(args.quick)
-        report(rows)
-        reps, inner = (5, 50) if args.quick else (15, 200)
-        pallas = pallas_rows(reps=reps, inner=inner)
-        print()
-        print(format_pallas_rows(pallas, "Pallas interpret mode on CPU (cost only)"))
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump({"warp": rows, "pallas": pallas}, fh, indent=2)
-    finally:
-        shutil.rmtree(_RUN_DIR, ignore_errors=True)
+    rows = measure(args.quick)  # _RUN_DIR is removed at exit (run_directory)
+    report(rows)
+    reps, inner = (5, 50) if args.quick else (15, 200)
+    pallas = pallas_rows(reps=reps, inner=inner)
+    print()
+    print(format_pallas_rows(pallas, "Pallas interpret mode on CPU (cost only)"))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"warp": rows, "pallas": pallas}, fh, indent=2)
     return 0
 
 

@@ -154,12 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = run_directory("polykernel-bench-compile-")
     os.environ.update(cache_environment(run_dir))  # each child's own polykernel cache
     results = {}
-    try:
-        for name in KERNELS:
-            results[name] = measure(name, args.reps, run_dir)
-            report(name, results[name])
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+    for name in KERNELS:  # run_dir is removed at exit (run_directory)
+        results[name] = measure(name, args.reps, run_dir)
+        report(name, results[name])
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"python": sys.version, **results}, fh, indent=2)

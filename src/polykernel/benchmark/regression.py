@@ -83,7 +83,9 @@ class Comparison:
     def slower(self, fail_above: float) -> bool:
         """Whether this record is slower than ``fail_above`` beyond the spread
         (and, relative to a reference, in its own time as well)."""
-        return self._beyond_spread(fail_above) and not self.time_held(fail_above)
+        return self._beyond_spread(fail_above) and (
+            self.time_ratio is None or self.time_ratio > fail_above
+        )
 
     def time_held(self, fail_above: float) -> bool:
         """Slower relative to the reference beyond the spread, but the record's own
