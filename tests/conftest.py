@@ -150,6 +150,24 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
 
 
 @pytest.fixture
+def no_gpu(monkeypatch):
+    """JAX as on a machine without a GPU, also under ``make test-gpu``: for tests of
+    what such a machine shows (no GPU rows, no GPU architecture to build for, only
+    the CPU checked). ``jax.devices`` answers a GPU platform as JAX_PLATFORMS=cpu
+    does; every GPU query of polykernel asks it by platform."""
+    import jax
+
+    real = jax.devices
+
+    def devices(backend=None):
+        if backend is None or backend == "cpu":
+            return real("cpu")
+        raise RuntimeError(f"Unknown backend: '{backend}' requested (no_gpu fixture)")
+
+    monkeypatch.setattr(jax, "devices", devices)
+
+
+@pytest.fixture
 def run_env() -> dict[str, str]:
     """Environment for subprocesses: the same private caches and settings."""
     return dict(os.environ)

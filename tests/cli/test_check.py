@@ -62,7 +62,7 @@ def run_named(capsys, module, name: str, *options: str):
 REFERENCE_ONLY = ("--checks", "backend_vs_reference")
 
 
-def test_passing_primitive_exits_zero_and_prints_its_table(capsys, module):
+def test_passing_primitive_exits_zero_and_prints_its_table(capsys, module, no_gpu):
     prefix = module[1]
     code, out, err = run_named(capsys, module, "good", "--checks", "jit_vs_eager")
     assert code == 0, err
@@ -73,7 +73,7 @@ def test_passing_primitive_exits_zero_and_prints_its_table(capsys, module):
     assert out.rstrip().endswith("1 primitive: 2 passed, 0 failed, 0 skipped")
 
 
-def test_failing_backend_exits_one(capsys, module):
+def test_failing_backend_exits_one(capsys, module, no_gpu):
     path, prefix = module
     code, out, _ = run(capsys, "--tags", prefix, "-m", path, *REFERENCE_ONLY)
     assert code == 1

@@ -71,6 +71,8 @@ def benchmark(env, *args):
 def test_info_text_and_json(env):
     import jax.ffi
 
+    env = env | {"JAX_PLATFORMS": "cpu"}  # a CPU-only machine, also under test-gpu
+
     header = Path(jax.ffi.include_dir()) / "xla" / "ffi" / "api" / "c_api.h"
     text = header.read_text()
     major = text.split("#define XLA_FFI_API_MAJOR ")[1].split()[0]
@@ -88,6 +90,16 @@ def test_info_text_and_json(env):
         rows[("warp", "gpu")]["usable"] is False
     )  # no GPU here, whatever is installed
     assert set(data["versions"]) == {"polykernel", "python", "jax", "jaxlib", "numpy"}
+
+
+@pytest.mark.gpu
+def test_info_names_the_gpu_when_the_cpu_is_the_default(env):
+    out = pk(env | {"JAX_PLATFORMS": "cpu,cuda"}, "info", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["jax"]["default_platform"] == "cpu" and data["gpu_present"] is True
+    rows = {(r["backend"], r["platform"]): r for r in data["backends"]}
+    assert rows[("cuda_raw", "gpu")]["usable"] is True, rows[("cuda_raw", "gpu")]
 
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)

@@ -235,7 +235,7 @@ ROWS = {
 
 
 @pytest.mark.parametrize("case", list(ROWS))
-def test_broken_info_rows_are_one_row_of_polykernel_info(isolated_table, case):
+def test_broken_info_rows_are_one_row_of_polykernel_info(isolated_table, case, no_gpu):
     answer, message = ROWS[case]
     backend = Rows(name="pk_hook_rows")
     backend.answer = answer

@@ -186,7 +186,7 @@ def test_info_prune_clear_cover_the_whole_root(tmp_path, monkeypatch):
         cache.prune(-1)
 
 
-def test_toolchain_and_arch_errors(monkeypatch):
+def test_toolchain_and_arch_errors(monkeypatch, no_gpu):
     from polykernel.errors import ToolchainError
     from polykernel.native import toolchain
 

@@ -74,7 +74,7 @@ def test_kernel_must_be_a_primitive_or_a_registered_name(op):
     assert check_kernel(op.name, X, outs=SPEC, checks=["determinism"]).ok
 
 
-def test_no_kernel_for_a_present_platform_is_reported():
+def test_no_kernel_for_a_present_platform_is_reported(no_gpu):
     gpu_only = new_op("gpu_only")
     gpu_only.def_kernel("jax_raw", "gpu", lambda outs, **kw: lambda x: x)
     with pytest.raises(

@@ -76,7 +76,7 @@ def matvec_op(wrong_transpose: bool) -> pk.XLACustomKernel:
 
 
 @pytest.mark.parametrize("wrong", [False, True])
-def test_wrong_transpose_fails_the_dot_product_test(wrong):
+def test_wrong_transpose_fails_the_dot_product_test(wrong, no_gpu):
     op = matvec_op(wrong_transpose=wrong)
     a = np.random.default_rng(3).standard_normal((N, N)).astype(np.float32)
     report = check_kernel(op, a, X, outs=SPEC, raise_on_failure=False)
@@ -90,7 +90,7 @@ def test_wrong_transpose_fails_the_dot_product_test(wrong):
         assert report.ok, str(report)
 
 
-def test_wrong_jvp_fails_against_finite_differences():
+def test_wrong_jvp_fails_against_finite_differences(no_gpu):
     op = new_op("sin")
     op.def_jax_raw_kernel(lambda outs, **kw: jnp.sin)
     op.def_jvp_rule2(lambda t, x, **kw: [t * jnp.sin(x)])  # should be cos
@@ -199,7 +199,7 @@ def test_generator_that_raises_is_a_run_failure_and_skips_the_rest():
 
 
 @pytest.mark.parametrize("wrong", [False, True])
-def test_transpose_without_jvp_finds_linear_inputs_numerically(wrong):
+def test_transpose_without_jvp_finds_linear_inputs_numerically(wrong, no_gpu):
     op = new_op("scale3")
     op.def_jax_raw_kernel(lambda outs, **kw: lambda x: (3 * x, x))
     two = [SPEC, SPEC]

@@ -47,7 +47,7 @@ def test_reference_function_and_backends_compared_with_each_other():
     assert len(wrong.failures) == 2
 
 
-def test_failure_raises_an_assertion_error_listing_the_failures():
+def test_failure_raises_an_assertion_error_listing_the_failures(no_gpu):
     op = new_op("raise")
     op.def_jax_raw_kernel(lambda outs, **kw: jnp.sin)
     op.def_jvp_rule2(lambda t, x, **kw: [2 * t])
@@ -74,7 +74,7 @@ def test_user_tolerance_and_check_selection():
     assert next(r.detail for r in loose.passed) == "rtol=1e-05 atol=0.01"
 
 
-def test_str_of_report_is_a_table():
+def test_str_of_report_is_a_table(no_gpu):
     op = new_op("table")
     op.def_jax_raw_kernel(lambda outs, **kw: lambda x: 2 * x)
     text = str(check_kernel(op, X, outs=SPEC, checks=["jit_vs_eager", "determinism"]))
@@ -90,7 +90,7 @@ def test_checks_constant_lists_every_family():
                       "grad_vs_jvp")  # fmt: skip
 
 
-def test_a_reference_that_fails_is_reported():
+def test_a_reference_that_fails_is_reported(no_gpu):
     op = new_op("bad_reference")
     op.def_jax_raw_kernel(lambda outs, **kw: lambda x: 2 * x)
 
@@ -120,3 +120,28 @@ def test_a_reference_that_fails_is_reported():
         "other",
         "reference backend 'jax_raw' failed to run",
     ) in {(r.check, r.backend, r.detail) for r in report.skipped}
+
+
+def test_a_reference_registered_on_another_platform_is_run_there(monkeypatch):
+    # jax_raw registered for the CPU only, a GPU backend compared with it: the
+    # reference runs on the CPU (a GPU machine runs this end to end in
+    # tests/backends/triton/test_kernel.py; here the "gpu" is the CPU device).
+    import jax
+    import numpy as np
+
+    from polykernel.testing import runner
+    from polykernel.testing.subject import Subject
+
+    op = new_op("reference_elsewhere")
+    op.def_kernel("jax_raw", "cpu", lambda outs, **kw: lambda x: 2 * x)
+    cpu = jax.devices("cpu")[0]
+    subject = Subject(op, (jnp.asarray(X),), SPEC, {}, "gpu", cpu)
+    monkeypatch.setattr(runner, "present_platforms", lambda: {"cpu": cpu, "gpu": cpu})
+    outputs, label = runner._reference_elsewhere(subject, "jax_raw")
+    assert label == "jax_raw (cpu)"
+    np.testing.assert_array_equal(outputs[0], 2 * X)
+    monkeypatch.setattr(runner, "present_platforms", lambda: {"gpu": cpu})
+    assert runner._reference_elsewhere(subject, "jax_raw") == (None, (
+        "!reference backend 'jax_raw' is registered on no platform present here "
+        "(this one: gpu; present: ['gpu'])"
+    ))  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,10 @@ def _reference_outputs(subject, reference, backends, outputs) -> tuple[Any, str]
         name = next((b for b in backends if outputs.get(b) is not None), None)
         if name is None:
             return None, "no backend ran"
+    if name not in outputs and name not in subject.kernel.available_backends(
+        subject.platform
+    ):
+        return _reference_elsewhere(subject, name)
     if name not in outputs:
         try:
             outputs[name] = subject.eager(name)
@@ -82,6 +87,32 @@ def _reference_outputs(subject, reference, backends, outputs) -> tuple[Any, str]
     if outputs[name] is None:
         return None, f"reference backend '{name}' failed to run"
     return outputs[name], name
+
+
+def _reference_elsewhere(subject, name: str) -> tuple[Any, str]:
+    """The reference backend ``name`` run on another platform present here, for a
+    platform it is not registered on (``jax_raw`` registered for the CPU only, the
+    GPU's kernels compared with it): the outputs are numbers, wherever computed.
+    The label names that platform."""
+    for platform, device in present_platforms().items():
+        if platform == subject.platform:
+            continue
+        if name not in subject.kernel.available_backends(platform):
+            continue
+        args = tuple(jax.device_put(np.asarray(a), device) for a in subject.args)
+        there = dataclasses.replace(
+            subject, platform=platform, device=device, args=args
+        )
+        try:
+            return there.eager(name), f"{name} ({platform})"
+        except Exception as err:
+            return None, (
+                f"!reference backend '{name}' failed on {platform}: {error_text(err)}"
+            )
+    return None, (
+        f"!reference backend '{name}' is registered on no platform present here "
+        f"(this one: {subject.platform}; present: {sorted(present_platforms())})"
+    )
 
 
 def _backend_checks(subject, backend, eager, reference, wanted) -> list[CheckResult]:

@@ -20,7 +20,7 @@ def test_report_says_cpu_interpret_and_cuda_lowering_check():
     assert report["gpu_detail"] == "no GPU visible to JAX"
 
 
-def test_rows_in_gather_info_and_text():
+def test_rows_in_gather_info_and_text(no_gpu):
     gpu_row, cpu_row = pallas_rows(gpu=False)
     assert gpu_row[:3] == ("pallas", "gpu", False)
     assert gpu_row[3].startswith(
@@ -32,7 +32,7 @@ def test_rows_in_gather_info_and_text():
     assert table[("pallas", "gpu")]["detail"] == gpu_row[3]
 
 
-def test_text_output_has_both_pallas_rows(capsys):
+def test_text_output_has_both_pallas_rows(capsys, no_gpu):
     _print_text(gather_info())
     out = capsys.readouterr().out
     assert f"  pallas      cpu          yes  jax {jax.__version__}; interpret" in out

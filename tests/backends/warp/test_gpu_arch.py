@@ -31,7 +31,7 @@ def test_the_gpu_is_found_when_the_cpu_is_the_default_platform(monkeypatch):
     assert _device_arch() == "90"
 
 
-def test_no_gpu_and_no_arch_is_an_error_not_a_guess(monkeypatch):
+def test_no_gpu_and_no_arch_is_an_error_not_a_guess(monkeypatch, no_gpu):
     monkeypatch.delenv("POLYKERNEL_CUDA_ARCH", raising=False)
     from polykernel.native import toolchain
 

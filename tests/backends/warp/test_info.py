@@ -9,7 +9,7 @@ from polykernel.backends.warp.info import warp_rows
 from polykernel.cli.info import gather_info
 
 
-def test_warp_rows_report_version_cpu_use_and_gpu_build_check():
+def test_warp_rows_report_version_cpu_use_and_gpu_build_check(no_gpu):
     rows = {(r["backend"], r["platform"]): r for r in gather_info()["backends"]}
     cpu, gpu = rows[("warp", "cpu")], rows[("warp", "gpu")]
     if importlib.util.find_spec("warp") is None:
