@@ -140,8 +140,13 @@ def test_catalog_primitive_from_the_command_line(capsys):
     assert code == 0
     from polykernel.catalog import scaled_add_p
 
-    # Two checks per CPU backend (how many depends on what is installed: warp, ...).
-    n_checks = 2 * len(scaled_add_p.available_backends("cpu"))
+    from polykernel.testing.runner import present_platforms
+
+    # Two checks per backend of each platform present (the GPU's under test-gpu;
+    # how many depends on what is installed: warp, ...).
+    n_checks = 2 * sum(
+        len(scaled_add_p.available_backends(p)) for p in present_platforms()
+    )
     assert (
         f"== polykernel.catalog.scaled_add [n=1e+03]: {n_checks} passed, 0 failed"
         in out
