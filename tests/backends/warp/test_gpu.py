@@ -1,10 +1,10 @@
 """Warp's GPU path: built ahead of time here, launched only where a GPU and Warp are.
 
-warp-lang is not installed on the GPU machines available to the project, so the
-``slow`` tests below are what checks this path in CI: Warp's NVRTC build for
-``sm_80`` and ``sm_90``, the launch spec against the compiled entry's parameter
-list, registration with the native launcher, and lowering for CUDA. The ``gpu``
-test runs only on a machine with both a GPU and warp-lang.
+The ``slow`` tests below are what checks this path in CI: Warp's NVRTC build for
+``sm_80`` and ``sm_90``, the build kept in the cache for a new process, the launch
+spec against the compiled entry's parameter list, registration with the native
+launcher, and lowering for CUDA. The ``gpu`` test runs only on a machine with both
+a GPU and warp-lang (the lent GPU machines get warp-lang from ``.ci/gpu-warp``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from subprocess_support import last_json, run_python
 
 import polykernel as pk
 from polykernel.backends.warp.gpu_build import build_cuda
@@ -146,3 +147,47 @@ def test_typed_array_annotations_build_with_the_same_launch_layout():
     ptx = next(im for im in build.images if im.kind == "ptx")
     assert _ptx_params(ptx.data, build.entry) == [p.size for p in spec.params]
     assert [p.size for p in spec.params] == [24, 56, 4, 56, 56]
+
+
+WARM_CHILD = '''
+import json, sys
+import warp as wp
+from polykernel.backends.warp import gpu_build, types
+
+@wp.kernel
+def scale(x: wp.array(dtype=wp.float32), out: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    out[i] = 3.0 * x[i]
+
+compiled = []
+real = wp.compile_aot_module
+wp.compile_aot_module = lambda *a, **k: compiled.append(1) or real(*a, **k)
+build = gpu_build.build_cuda(scale, ["sm_90"])
+print(json.dumps({
+    "started_warp": types._initialised,
+    "compiled": len(compiled),
+    "entry": build.entry,
+    "launch": [build.block_dim, build.launch_ndim, build.shared_mem],
+    "images": sorted([im.kind, im.arch, im.data.hex()[:4096]] for im in build.images),
+}))
+'''
+
+
+@pytest.mark.slow  # two fresh processes, one of them building with NVRTC
+def test_a_new_process_loads_the_cuda_build_from_the_cache_without_warp(
+    tmp_path, run_env
+):
+    script = tmp_path / "warm_child.py"
+    script.write_text(WARM_CHILD)
+    env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "cache"))
+    cold = last_json(run_python(script, env=env, timeout=300))
+    warm = last_json(run_python(script, env=env, timeout=300))
+    assert cold["started_warp"] and cold["compiled"] == 2  # cubin, then PTX
+    assert not warm["started_warp"] and warm["compiled"] == 0, warm
+    assert {k: warm[k] for k in ("entry", "launch", "images")} == {
+        k: cold[k] for k in ("entry", "launch", "images")
+    }
+    # Another architecture is another build: compiled, not read.
+    script.write_text(WARM_CHILD.replace('["sm_90"]', '["sm_80"]'))
+    other = last_json(run_python(script, env=env, timeout=300))
+    assert other["compiled"] == 2 and other["images"] != cold["images"]

@@ -6,9 +6,9 @@ signature and shape except the buffers' device pointers, which the native
 launcher patches into each ``array_t``'s first 8 bytes per launch (and per batch
 element under ``vmap``). No Python and no Warp runtime run per call.
 
-**Not launched here**: warp-lang is not installed on the GPU machines we have, so
-this path is built and checked ahead of time (``tests/backends/warp/test_gpu.py``,
-marked ``slow``) and its launch tests are marked ``gpu``.
+Built and checked ahead of time on any machine (``tests/backends/warp/test_gpu.py``,
+marked ``slow``); launched on an H200 (``.ci/gpu-check OUT warp``, with warp-lang
+carried there: its launch tests are marked ``gpu``).
 """
 
 from __future__ import annotations
