@@ -205,7 +205,10 @@ def check_kernel(
         outs: The ``outs`` of the call.
         reference: A backend name, or ``reference(*args, **kwargs)`` returning
             outputs like ``outs``. Default: ``jax_raw`` when registered, else the
-            first backend (the backends are compared with each other).
+            first backend (the backends are compared with each other). A named
+            backend not registered on a platform runs on another platform present
+            where it is (``jax_raw`` on the CPU for GPU kernels; the row's case
+            says ``vs jax_raw (cpu)``).
         backends: Only these backends (default: every registered one).
         atol: Replaces the per-dtype absolute float tolerance of output
             comparisons (defaults: float64 1e-10, float32 1e-5, float16 2e-3,
