@@ -5,8 +5,8 @@ importing it); the Warp kernels themselves are defined on first use, so importin
 the catalog never imports Warp. Each backend runs on the CPU through
 :func:`polykernel.warp_kernel` (Warp's CPU build behind a native handler) and is
 registered for ``gpu`` as well, where it runs Warp's ahead-of-time CUDA build
-through the native launcher (built and checked here, never launched: warp-lang is
-not installed on the GPU machines we have). All three kernels live in this one
+through the native launcher (built and checked on any machine; launched on an H200
+by ``make demo-gpu`` with warp-lang carried there). All three kernels live in this one
 Python module, so Warp compiles them as one module, once.
 """
 
