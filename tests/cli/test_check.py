@@ -139,7 +139,6 @@ def test_catalog_primitive_from_the_command_line(capsys):
     out = capsys.readouterr().out
     assert code == 0
     from polykernel.catalog import scaled_add_p
-
     from polykernel.testing.runner import present_platforms
 
     # Two checks per backend of each platform present (the GPU's under test-gpu;
