@@ -20,6 +20,7 @@ from polykernel.launcher.cache import (
     BUILDS,
     Build,
     build_key,
+    cached_build,
     load_build,
     save_build,
 )
@@ -63,6 +64,25 @@ def test_an_entry_that_is_not_a_build_is_a_miss_with_one_warning(cache):
     meta_path.write_text(json.dumps(meta))
     with pytest.warns(CacheWarning, match="damaged"):
         assert load_build(key) is None
+
+
+def test_cached_build_compiles_once_and_a_build_it_cannot_read_is_a_miss(cache):
+    # The one path every GPU backend takes (Numba-CUDA, Triton, Warp).
+    made = []
+
+    def compile():
+        made.append(1)
+        return ("entry", IMAGES)
+
+    def run(key, from_build=lambda b: (b.entry, b.images)):
+        return cached_build(key, compile, lambda r: Build(*r), from_build)
+
+    key = build_key("test", {"kernel": "cached"})
+    assert run(key) == run(key) == ("entry", IMAGES) and len(made) == 1
+    assert run(key, from_build=lambda b: None) == ("entry", IMAGES)  # not ours
+    assert len(made) == 2
+    assert run(None) == run(None) and len(made) == 4  # no key: never kept
+    assert load_build(key) == Build("entry", IMAGES)
 
 
 def test_importing_the_launcher_imports_none_of_its_modules(run_env):

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .._version import __version__
 from ..cache.entries import DAMAGED, entry_fault, entry_path, publish_entry, read_entry
@@ -41,6 +41,7 @@ __all__ = [
     "SECTION",
     "Build",
     "build_key",
+    "cached_build",
     "load_build",
     "save_build",
     "save_kernel",
@@ -52,6 +53,7 @@ __all__ = [
 SECTION = "gpu"
 #: The cache section holding compiled builds, by content key.
 BUILDS = "gpu_builds"
+_T = TypeVar("_T")
 # Bumped whenever what a build entry holds, or how a key is formed, changes: an
 # older entry then is never found (its key differs), so never misread.
 _BUILD_FORMAT = 1
@@ -189,3 +191,25 @@ def load_build(key: str) -> Build | None:
         entry_fault(DAMAGED, f"'{found.path}' is not a GPU build's entry ({err!r})")
         return None
     return Build(entry, images, fields)
+
+
+def cached_build(
+    key: str | None,
+    compile: Callable[[], _T],
+    to_build: Callable[[_T], Build],
+    from_build: Callable[[Build], _T | None],
+) -> _T:
+    """What a backend compiles, through the build cache: ``from_build`` of the
+    build filed under ``key``, else ``compile()``'s result, filed there.
+
+    ``from_build`` answers None for a build it cannot read (a miss: compiled
+    again); ``key`` None (no content key): compiled and not kept.
+    """
+    found = load_build(key) if key is not None else None
+    known = from_build(found) if found is not None else None
+    if known is not None:
+        return known
+    made = compile()
+    if key is not None:
+        save_build(key, to_build(made))
+    return made

@@ -37,7 +37,7 @@ from ...errors import (
     KernelCompilationError,
     KernelTypeError,
 )
-from ...launcher.cache import Build, load_build, save_build
+from ...launcher.cache import Build, cached_build
 from ...launcher.kernels import KernelImage
 from .fingerprint import build_key
 from .numpy_shim import apply_numpy_shim
@@ -224,14 +224,14 @@ def kernel_images(
     """The entry symbol and images of ``kernel`` for every arch of ``arches``: from
     the launcher's build cache when it holds them (by content key), else compiled
     (:func:`compile_kernel`) and kept there."""
-    key = build_key(kernel, dtypes, ranks, arches, scalar_dtypes)
-    found = load_build(key) if key is not None else None
-    if found is not None:
-        return found.entry, found.images
-    entry, images = "", ()
-    for arch in arches:
-        entry, more = compile_kernel(kernel, dtypes, ranks, arch, scalar_dtypes)
-        images += more
-    if key is not None:
-        save_build(key, Build(entry, images))
-    return entry, images
+
+    def compile_all() -> tuple[str, tuple[KernelImage, ...]]:
+        entry, images = "", ()
+        for arch in arches:
+            entry, more = compile_kernel(kernel, dtypes, ranks, arch, scalar_dtypes)
+            images += more
+        return entry, images
+
+    return cached_build(build_key(kernel, dtypes, ranks, arches, scalar_dtypes),
+                        compile_all, lambda made: Build(*made),
+                        lambda found: (found.entry, found.images))  # fmt: skip

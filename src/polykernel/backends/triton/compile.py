@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import KernelCompilationError, UnsupportedFeatureError
-from ...launcher.cache import Build, load_build, save_build
+from ...launcher.cache import Build, cached_build
 from ...launcher.kernels import KernelImage
 from .fingerprint import build_key
 from .params import TritonSignature
@@ -94,12 +94,9 @@ def compile_triton(
     with _lock:
         if key in _memo:
             return _memo[key]
-    found = load_build(key) if isinstance(key, str) else None
-    compiled = _from_build(found) if found is not None else None
-    if compiled is None:
-        compiled = _compile(jit_fn, sig, arch, options)
-        if isinstance(key, str):
-            save_build(key, _to_build(compiled))
+    compiled = cached_build(key if isinstance(key, str) else None,
+                            lambda: _compile(jit_fn, sig, arch, options),
+                            _to_build, _from_build)  # fmt: skip
     with _lock:
         _memo[key] = compiled
     return compiled

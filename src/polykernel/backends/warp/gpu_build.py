@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import KernelCompilationError
+from ...launcher.cache import Build, cached_build
 from ...settings.cuda_arch import normalize_arch
 from .types import import_warp, init_warp
 
@@ -50,8 +51,6 @@ def build_cuda(kernel: Any, archs: Sequence[Any]) -> CudaBuild:
     Raises:
         KernelCompilationError: Warp (NVRTC) failed to compile for an arch.
     """
-    from ...launcher.cache import load_build
-
     numbers = tuple(sorted({int(normalize_arch(a).rstrip("af")) for a in archs}))
     module = kernel.module
     block_dim = int(module.options.get("block_dim", 256) or 256)
@@ -59,10 +58,13 @@ def build_cuda(kernel: Any, archs: Sequence[Any]) -> CudaBuild:
     key = (stored or module.get_module_hash(block_dim), kernel.key, numbers)
     with _lock:
         known = _builds.get(key)
-        if known is None and stored is not None:
-            known = _from_stored(load_build(stored), block_dim)
         if known is None:
-            known = _compile(kernel, module, numbers, block_dim, stored)
+            known = cached_build(
+                stored,
+                lambda: _compile(kernel, module, numbers, block_dim),
+                _to_stored,
+                lambda found: _from_stored(found, block_dim),
+            )
         _builds[key] = known
         return known
 
@@ -97,26 +99,25 @@ def content_key(kernel: Any, block_dim: int, numbers: Sequence[int]) -> str | No
     return build_key("warp", parts)
 
 
-def _from_stored(found: Any, block_dim: int) -> CudaBuild | None:
-    """The :class:`CudaBuild` of a ``gpu_builds`` entry (None: a miss)."""
-    if found is None:
-        return None
-    fields = found.fields
+def _to_stored(build: CudaBuild) -> Build:
+    """``build`` as a ``gpu_builds`` entry (its block size is in the key)."""
+    fields = {"shared_mem": build.shared_mem, "launch_ndim": build.launch_ndim}
+    return Build(build.entry, build.images, fields)
+
+
+def _from_stored(found: Build, block_dim: int) -> CudaBuild | None:
+    """The :class:`CudaBuild` of a ``gpu_builds`` entry (None: not one of ours)."""
     try:
-        if int(fields["block_dim"]) != block_dim:
-            return None
-        return CudaBuild(found.entry, found.images, int(fields["shared_mem"]),
-                         block_dim, int(fields["launch_ndim"]))  # fmt: skip
+        return CudaBuild(found.entry, found.images, int(found.fields["shared_mem"]),
+                         block_dim, int(found.fields["launch_ndim"]))  # fmt: skip
     except (KeyError, TypeError, ValueError):
         return None
 
 
 def _compile(
-    kernel: Any, module: Any, numbers: tuple[int, ...], block_dim: int,
-    stored: str | None,
-) -> CudaBuild:  # fmt: skip
-    """Build with Warp (NVRTC) and file the build under ``stored``."""
-    from ...launcher.cache import Build, save_build
+    kernel: Any, module: Any, numbers: tuple[int, ...], block_dim: int
+) -> CudaBuild:
+    """Build with Warp (NVRTC)."""
     from ...launcher.kernels import KernelImage
 
     wp = init_warp()  # NVRTC: Warp's runtime
@@ -141,15 +142,10 @@ def _compile(
         meta = {}
         for path in Path(tmp).glob("*.meta"):
             meta.update(json.loads(path.read_text()))
-    build = CudaBuild(
+    return CudaBuild(
         entry,
         tuple(images),
         int(meta.get(f"{entry}_smem_bytes", 0)),
         block_dim,
         int(kernel.adj.kernel_dim),
     )
-    if stored is not None:
-        fields = {"shared_mem": build.shared_mem, "block_dim": block_dim,
-                  "launch_ndim": build.launch_ndim}  # fmt: skip
-        save_build(stored, Build(build.entry, build.images, fields))
-    return build
