@@ -1,4 +1,5 @@
-"""Where a benchmark run keeps its caches: every one under a directory it owns.
+"""Where a benchmark run keeps its caches (every one under a directory it owns),
+and how its child processes import polykernel (:func:`user_python`).
 
 Imported before JAX or polykernel (it imports neither), so the variables are set
 before any library reads them. The same list for every script: a cache a script
@@ -8,8 +9,11 @@ forgot would leak state between runs and make cold-start figures warm.
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 #: Each cache / settings variable and its folder under the run directory.
@@ -42,3 +46,30 @@ def run_directory(prefix: str) -> str:
 
     atexit.register(remove)
     return path
+
+
+_compiled = False
+
+
+def user_python(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a child that should import polykernel as a user's process does.
+
+    An installed package comes with its bytecode (``pip install`` compiles it), and
+    Python reads it. Where the environment sets ``PYTHONDONTWRITEBYTECODE`` (ours
+    does) and polykernel runs from a source checkout, nothing ever writes it: each
+    module a child imports would be compiled from source inside the phase that
+    imports it (~2 ms per module; a backend's modules on a kernel's first call), a
+    cost no user pays. So polykernel's bytecode is compiled here once, as installing
+    does (only stale files), and the variable is dropped for the children.
+    """
+    global _compiled
+    if not _compiled:
+        spec = importlib.util.find_spec("polykernel")  # not imported here
+        if spec is not None and spec.origin is not None:
+            package = os.path.dirname(spec.origin)
+            subprocess.run([sys.executable, "-m", "compileall", "-q", package],
+                           check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+        _compiled = True
+    found = dict(env)
+    found.pop("PYTHONDONTWRITEBYTECODE", None)
+    return found

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import textwrap
 
-from _env import cache_environment, run_directory
+from _env import cache_environment, run_directory, user_python
 
 KERNELS = {
     "csrmv": """
@@ -96,7 +96,7 @@ print(json.dumps({{"total": total, "steps": steps}}))
 
 def _child(kernel: str, mode: str, cache: str) -> dict:
     code = CHILD.format(kernel=textwrap.dedent(KERNELS[kernel]), mode=mode)
-    env = dict(os.environ, POLYKERNEL_CACHE_DIR=cache)
+    env = user_python(dict(os.environ, POLYKERNEL_CACHE_DIR=cache))
     proc = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True
     )

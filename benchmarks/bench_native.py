@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from _env import cache_environment, run_directory
+from _env import cache_environment, run_directory, user_python
 
 _RUN_DIR = run_directory("polykernel-bench-native-")
 os.environ.update(JAX_PLATFORMS="cpu", NUMBA_THREADING_LAYER="omp")
@@ -180,7 +180,11 @@ def _child(name: str, src: str) -> tuple[float, bool, float]:
     """(load ms, built?, compiler ms) of one load in a fresh process."""
     code = CHILD.format(name=name, src=src)
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code],
+        env=user_python(dict(os.environ)),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     ms, built, compiler_ms = out.stdout.strip().splitlines()[-1].split()
     return float(ms), built == "True", float(compiler_ms)

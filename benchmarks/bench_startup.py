@@ -62,7 +62,7 @@ import sys
 import tempfile
 import time
 
-from _env import cache_environment
+from _env import cache_environment, user_python
 
 #: platform -> backend -> (the package its user imports, the call's keywords)
 BACKENDS = {
@@ -279,11 +279,7 @@ def _measure(platform, chosen, reps, deadline, tmp, meta, save) -> dict:
     """The processes, round by round; ``{(backend, cache, kind): [result, ...]}``."""
     gpu, notes = platform == "gpu", meta["notes"]
     runs: dict[tuple[str, str, str], list[dict]] = {}
-    base = {**os.environ, **CHILD_ENV[platform]}
-    # As a user's processes do: Python's bytecode cached (a private prefix, filled by
-    # the first process), not every module compiled from source in every process.
-    base.pop("PYTHONDONTWRITEBYTECODE", None)
-    base["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")
+    base = user_python({**os.environ, **CHILD_ENV[platform]})
 
     def run(backend: str, kind: str, cache_dir: str, cache: str = "") -> None:
         left = deadline - time.perf_counter()

@@ -105,6 +105,8 @@ def tune(marked: bool) -> None:
             passes=1,
         )
     result["seconds"] = time.monotonic() - start
+    if marked:
+        (out / f"tuned-{index}").write_text("1")
     result["job"] = report.job
     result["warnings"] = [[type(w.message).__name__, str(w.message)] for w in caught]
     after = tuned_path().read_bytes() if tuned_path().exists() else b""

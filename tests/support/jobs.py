@@ -119,12 +119,15 @@ def kill_when(job: Job, index: int, marker: str, delay: float) -> None:
     job.procs[index].send_signal(signal.SIGKILL)
 
 
-def slow_down(proc: subprocess.Popen, factor: int = 10) -> threading.Thread:
-    """Run ``proc`` at about 1/``factor`` speed (stopped 90% of every 100 ms)."""
+def slow_down(
+    proc: subprocess.Popen, factor: int = 10, until: Path | None = None
+) -> threading.Thread:
+    """Run ``proc`` at about 1/``factor`` speed (stopped 90% of every 100 ms), until
+    it exits or the file ``until`` appears."""
 
     def cycle() -> None:
         period = 0.1
-        while proc.poll() is None:
+        while proc.poll() is None and not (until is not None and until.exists()):
             try:
                 proc.send_signal(signal.SIGSTOP)
                 time.sleep(period * (1 - 1 / factor))
