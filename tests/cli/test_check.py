@@ -127,6 +127,7 @@ def test_backends_filter_applies_per_primitive(capsys, module):
     assert "jax_raw" not in out.split("\n", 1)[1]
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_catalog_primitive_from_the_command_line(capsys):
     code = main(
         [

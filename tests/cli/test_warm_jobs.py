@@ -116,6 +116,7 @@ def _lines(out: str) -> list[str]:
     return [re.sub(r"\(\d+\.\d s\)", "(T s)", line) for line in out.splitlines()]
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_kernels_build_at_once_with_the_same_output_and_errors_per_kernel(
     prims, run_env
 ):
@@ -140,6 +141,7 @@ def test_kernels_build_at_once_with_the_same_output_and_errors_per_kernel(
     assert _lines(parallel.stderr) == _lines(serial.stderr)
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_a_warm_cache_runs_no_compiler(prims, run_env):
     assert _warm(prims, run_env, 2, "cache-again").returncode == 1
     again = _warm(prims, run_env, 2, "cache-again")

@@ -197,6 +197,7 @@ def test_untuned_parameters_get_their_first_candidate():
     assert seen[-1] == ("numba", 1)
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_new_entries_reach_functions_jitted_before():
     name = "dispatch.epoch"
     seen: list = []

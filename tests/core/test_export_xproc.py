@@ -123,6 +123,7 @@ def test_parallel_handler_runs_under_workqueue(exported_dir, child_env):
     assert main["out"] == (2 * X + 1).tolist()
 
 
+@pytest.mark.slow  # its module's child process: over 2 s in make test-fast
 def test_exported_targets_lists_the_custom_calls(exported_dir):
     blob = _blob(exported_dir, "main")
     assert pk.exported_targets(blob) == exported_dir[2]["targets"]

@@ -89,6 +89,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, cwd=cwd)  # fmt: skip
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_cli_merge_writes_the_table_and_lists_conflicts(tmp_path: Path):
     a = _table(tmp_path / "a.json", {NAME: _entries()})
     b = _table(tmp_path / "b.json", {NAME: _entries(JAX_RAW)})

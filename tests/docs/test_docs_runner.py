@@ -10,6 +10,7 @@ from docs_pages import FENCE, SAMPLE, run_one, run_page, skip_block
 from markdown_blocks import code_blocks
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_each_block_runs_on_its_own_or_after_the_setup_block(
     run_env: dict[str, str], tmp_path: Path
 ):

@@ -77,6 +77,7 @@ def _entries(cache: Path) -> list[Path]:
     return [e for e in section.iterdir() if (e / pch.FILE).is_file()]
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_later_builds_use_it_and_make_the_same_library(tmp_path, run_env):
     cache = tmp_path / "cache"
     first, out = _run(run_env, cache, "pch_a:2:-H")
@@ -102,6 +103,7 @@ def test_later_builds_use_it_and_make_the_same_library(tmp_path, run_env):
     assert Path(plain[0]["lib"]).read_bytes() == Path(second[0]["lib"]).read_bytes()
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_a_compile_error_is_reported_once(tmp_path, run_env):
     cache = tmp_path / "cache"
     _run(run_env, cache, "pch_ok:2", "pch_ok2:3")
@@ -114,6 +116,7 @@ def test_a_compile_error_is_reported_once(tmp_path, run_env):
     assert "compiling again" not in out
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_a_copy_gcc_cannot_read_falls_back_to_the_plain_compile(tmp_path, run_env):
     cache = tmp_path / "cache"
     _run(run_env, cache, "pch_t1:2", "pch_t0:3")
@@ -130,6 +133,7 @@ def test_a_copy_gcc_cannot_read_falls_back_to_the_plain_compile(tmp_path, run_en
     assert out.count("cannot read PCH file") == 2, out
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_a_damaged_or_stale_copy_is_replaced(tmp_path, run_env):
     cache = tmp_path / "cache"
     _run(run_env, cache, "pch_d1:2", "pch_d0:3")

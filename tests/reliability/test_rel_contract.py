@@ -302,6 +302,7 @@ def test_a_launch_of_nothing_gives_zeros_not_uninitialised_memory(
     np.testing.assert_array_equal(f(X + 1), np.zeros(3, np.float32))
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_numpy_integers_are_launch_dimensions():
     f = _warp_launch(launch_dims=np.int64(3))
     np.testing.assert_array_equal(f(X), X)

@@ -293,6 +293,7 @@ def test_jax_raw_row_window_matches_the_rows_it_covers(transpose):
     np.testing.assert_allclose(window, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # its module's child process: over 2 s in make test-fast
 def test_a_factor_only_the_output_carries_never_repeats_block_zero(four_devices):
     want = [120.0 * (j + 1) for j in range(16)]  # not [120, 240, 360, 480] x 4
     results = four_devices["output_only_factor"]

@@ -160,6 +160,7 @@ print(json.dumps({{"took": took, "statuses": statuses, "notes": report.notes}}),
 """
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_a_candidate_that_never_returns_is_abandoned_and_the_process_exits():
     code = _NEVER_RETURNS.format(support=str(SUPPORT))
     proc = subprocess.Popen(
@@ -279,6 +280,7 @@ def test_a_candidate_a_table_cannot_hold_exactly_is_refused(value, problem, requ
         op.def_numba_kernel(lambda outs, BLOCK: None, tune={"BLOCK": [value]})
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_jax_raw_takes_tune_and_tuple_candidates_come_back_as_tuples():
     op = pk.XLACustomKernel("faults.jax_raw_tune")
     seen = []

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from subprocess_support import last_json, run_python
 from warm_start_support import SUPPORT
 
@@ -59,6 +60,7 @@ def _load(env: dict[str, str], name: str) -> dict:
     return last_json(proc.stdout)
 
 
+@pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)
 def test_a_cached_module_loads_with_no_process_and_no_compiler_package(
     tmp_path, run_env
 ):
