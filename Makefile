@@ -48,12 +48,13 @@ export PYRIGHT_PYTHON_CACHE_DIR ?= $(RUN_DIR)/pyright
 export npm_config_cache ?= $(RUN_DIR)/npm
 export CUDA_CACHE_PATH ?= $(RUN_DIR)/nv
 
-# Python's bytecode for polykernel and the tests' helpers, written as `pip install`
-# writes it for an installed package (compileall rewrites only stale files). Where
-# the environment sets PYTHONDONTWRITEBYTECODE, no process would ever write it, and
-# every child process of the suite or the demo would compile each polykernel module
-# it imports from source again: about 0.25 s of CPU per process.
-BYTECODE := -m compileall -q -j 0 src/polykernel tests/support
+# Python's bytecode for polykernel, written as `pip install` writes it for an
+# installed package (compileall rewrites only stale files; the test targets add the
+# tests' helpers, which their child processes import). Where the environment sets
+# PYTHONDONTWRITEBYTECODE, no process would ever write it, and every child process
+# of the suite or the demo would compile each polykernel module it imports from
+# source again: about 0.25 s of CPU per process.
+BYTECODE := -m compileall -q -j 0 src/polykernel
 
 .PHONY: demo demo-gpu test test-fast test-gpu lint typecheck docs clean venv
 
@@ -88,7 +89,7 @@ PYTEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTEST_ARGS ?= -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 test: $(VENV)/.installed
-	$(PY) $(BYTECODE)
+	$(PY) $(BYTECODE) tests/support
 	$(PY) -c "import jax, jaxlib, numpy, numba, sys; print('== python', sys.version.split()[0], \
 	'jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy', numpy.__version__, \
 	'numba', numba.__version__)"
@@ -96,7 +97,7 @@ test: $(VENV)/.installed
 
 # Neither slow (real compilation, child processes) nor GPU tests: the quick loop.
 test-fast: $(VENV)/.installed
-	$(PY) $(BYTECODE)
+	$(PY) $(BYTECODE) tests/support
 	$(PY) -m pytest -m "not slow and not gpu" $(PYTEST_ARGS)
 
 # GPU runs. Where a Python with a CUDA-enabled JAX and pytest is already there (the
@@ -130,7 +131,7 @@ demo-gpu: $(GPU_DEPS)
 
 test-gpu: $(GPU_DEPS)
 	@echo "== test-gpu with $(GPU_PY)"
-	$(GPU_PY) $(BYTECODE)
+	$(GPU_PY) $(BYTECODE) tests/support
 	POLYKERNEL_TEST_GPU=1 $(GPU_PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed

@@ -127,7 +127,7 @@ def slow_down(
 
     def cycle() -> None:
         period = 0.1
-        while proc.poll() is None and not (until is not None and until.exists()):
+        while proc.poll() is None and (until is None or not until.exists()):
             try:
                 proc.send_signal(signal.SIGSTOP)
                 time.sleep(period * (1 - 1 / factor))

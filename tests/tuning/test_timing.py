@@ -5,7 +5,6 @@ to one near the best in both."""
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 
@@ -56,16 +55,6 @@ def test_a_candidate_that_failed_in_any_pass_keeps_its_error():
     assert combined["a"].ratio == 1.0  # the failed one is no yardstick
 
 
-def _busy(seconds: float):
-    def call():
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            pass
-        return 0
-
-    return call
-
-
 class _VirtualClock:
     """A ``time`` module whose clock moves only when a call says it ran: timings
     of exactly known calls, whatever else the machine runs (the other pytest
@@ -77,12 +66,26 @@ class _VirtualClock:
     def perf_counter(self) -> float:
         return self.now
 
+    def call(self, seconds: float):
+        """A call that takes exactly ``seconds`` on this clock."""
+
+        def call():
+            self.now += seconds
+            return 0
+
+        return call
+
+
+@pytest.fixture
+def clock(monkeypatch) -> _VirtualClock:
+    found = _VirtualClock()
+    monkeypatch.setattr(timing, "time", found)
+    return found
+
 
 def test_a_pass_settles_each_candidate_and_sizes_its_calls_by_its_own_time(
-    monkeypatch,
+    monkeypatch, clock
 ):
-    clock = _VirtualClock()
-    monkeypatch.setattr(timing, "time", clock)
     counts = {"quick": 0, "slow": 0, "hopeless": 0}
     durations = {"quick": 20e-6, "slow": 100e-6, "hopeless": 1e-3}
 
@@ -113,14 +116,15 @@ def test_a_pass_settles_each_candidate_and_sizes_its_calls_by_its_own_time(
     assert found.stopped_by == "runs"
 
 
-def test_a_candidate_that_raises_while_timed_is_recorded_not_raised():
-    calls = {"fine": _busy(10e-6), "flaky": _busy(10e-6)}
+def test_a_candidate_that_raises_while_timed_is_recorded_not_raised(clock):
+    calls = {"fine": clock.call(10e-6)}
     seen = {"n": 0}
 
     def flaky():
         seen["n"] += 1
         if seen["n"] > 2:  # passes the warm-up, fails in the rounds
             raise RuntimeError("seeded")
+        clock.now += 10e-6
         return 0
 
     calls["flaky"] = flaky
@@ -129,9 +133,9 @@ def test_a_candidate_that_raises_while_timed_is_recorded_not_raised():
     assert found.candidates["fine"].ratio == 1.0
 
 
-def test_a_pass_starts_no_call_after_its_deadline():
-    calls = {"quick": _busy(1e-4), "slow": _busy(0.2)}
-    t0 = time.perf_counter()
+def test_a_pass_starts_no_call_after_its_deadline(clock):
+    calls = {"quick": clock.call(1e-4), "slow": clock.call(0.2)}
+    t0 = clock.now
     found = time_pass(
         calls,
         n_warmup=2,
@@ -140,7 +144,7 @@ def test_a_pass_starts_no_call_after_its_deadline():
         deadline=t0 + 0.3,
     )
     # a call in flight finishes: at most one slow call (plus settling) past it
-    assert time.perf_counter() - t0 < 0.3 + 2 * 0.2 + 0.2
+    assert clock.now - t0 < 0.3 + 2 * 0.2 + 0.2
     assert found.stopped_by == "budget"
     assert set(found.candidates) <= {"quick", "slow"}
     gone = time_pass(
