@@ -83,7 +83,7 @@ def timed(module, name):
     setattr(module, name, wrapper)
 from polykernel.backends.numba import artifact, build, compile, fingerprint, shared
 from polykernel.native import runtime
-for module, name in ((compile, "compile_kernel"),
+for module, name in ((compile, "compile_prepared"),
                      (runtime, "load_runtime"),
                      (shared, "emit_handler"),
                      (shared, "link_handler"),

@@ -74,7 +74,7 @@ def _pass_builder(tm: Any, speed: int) -> Any:
     return ll.create_pass_builder(tm, pto)
 
 
-def _optimise_handler(module: Any, tm: Any) -> None:
+def optimise_handler(module: Any, tm: Any) -> None:
     """The full pipeline (vectorisers included) over the handler's own module,
     before the kernel is linked in: the kernel is optimised already."""
     pb = _pass_builder(tm, _OPT_LEVEL)
@@ -86,12 +86,19 @@ def link_artifact(
 ) -> Artifact:
     """Parse ``handler_ir``, optimise it, link ``kernel_library`` in (unless None:
     then the kernel stays a declaration, resolved in this process), internalise
-    everything but ``entry`` and drop dead code."""
+    everything but ``entry`` and drop dead code. ``handler_ir`` is an
+    ``llvmlite.ir`` module, or an :class:`~.ahead.OptimisedHandler` (optimised
+    while the kernel compiled)."""
     import llvmlite.binding as ll
 
-    module = ll.parse_assembly(str(handler_ir))
-    module.data_layout = codegen._data_layout
-    _optimise_handler(module, codegen._tm)
+    from .ahead import OptimisedHandler
+
+    if isinstance(handler_ir, OptimisedHandler):
+        module = handler_ir.module(codegen)
+    else:
+        module = ll.parse_assembly(str(handler_ir))
+        module.data_layout = codegen._data_layout
+        optimise_handler(module, codegen._tm)
     if kernel_library is not None:
         module.link_in(kernel_library._get_module_for_linking(), preserve=True)
     for value in (*module.functions, *module.global_variables):

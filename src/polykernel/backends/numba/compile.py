@@ -18,7 +18,8 @@ from typing import Any
 
 from ...ffi.handler_ir.signature import Signature
 
-__all__ = ["Binding", "compile_kernel", "from_numba_cache"]
+__all__ = ["Binding", "Prepared", "compile_kernel", "compile_prepared",
+           "from_numba_cache", "prepare"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,16 @@ class Binding:
     cres: Any  # numba CompileResult (library, fndesc)
     sources: tuple[Source, ...]
     dispatcher: Any
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What is known of a kernel's call before Numba compiles it: the dispatcher
+    that compiles it, where each parameter's value comes from, the Numba types."""
+
+    dispatcher: Any
+    sources: tuple[Source, ...]
+    argtypes: tuple[Any, ...]
 
 
 def _private_copy(dispatcher: Any) -> Any:
@@ -64,6 +75,15 @@ def compile_kernel(dispatcher: Any, sig: Signature, private: dict) -> Binding:
         numba.core.errors.NumbaError (and others): the kernel does not compile
             for these types; the caller words the error.
     """
+    return compile_prepared(prepare(dispatcher, sig, private))
+
+
+def prepare(dispatcher: Any, sig: Signature, private: dict) -> Prepared:
+    """The call of ``dispatcher`` for ``sig``, folded onto its parameters.
+
+    Raises:
+        TypeError: the kernel's parameters do not take this call.
+    """
     import numpy as np
     from numba.core import types
     from numba.np.numpy_support import from_dtype
@@ -78,11 +98,15 @@ def compile_kernel(dispatcher: Any, sig: Signature, private: dict) -> Binding:
         name: Source("attr", i, nbtype=from_dtype(np.dtype(dtype)))
         for i, (name, dtype) in enumerate(sig.attrs)
     }
-    sources = _fold(dispatcher.py_func, markers, kw)
-    argtypes = tuple(s.nbtype for s in sources)
-    dispatcher.compile(argtypes)
-    cres = dispatcher.overloads[argtypes]
-    return Binding(cres, tuple(sources), dispatcher)
+    sources = tuple(_fold(dispatcher.py_func, markers, kw))
+    return Prepared(dispatcher, sources, tuple(s.nbtype for s in sources))
+
+
+def compile_prepared(prepared: Prepared) -> Binding:
+    """Compile the kernel :func:`prepare` described (see :func:`compile_kernel`)."""
+    prepared.dispatcher.compile(prepared.argtypes)
+    cres = prepared.dispatcher.overloads[prepared.argtypes]
+    return Binding(cres, prepared.sources, prepared.dispatcher)
 
 
 def _fold(py_func: Any, args: list[Source], kws: dict[str, Source]) -> list[Source]:

@@ -104,8 +104,9 @@ def build(
     from numba.core.compiler_lock import global_compiler_lock
 
     from ...ffi.handler_ir.handler import define_handler
+    from .ahead import start
     from .artifact import external_symbols, link_artifact
-    from .compile import compile_kernel, from_numba_cache
+    from .compile import compile_prepared, from_numba_cache, prepare
     from .entry import emit_kernel_call
     from .rewrite import unsupported
     from .shared import emit_handler, linker_available
@@ -115,9 +116,14 @@ def build(
 
         prefetch_runtime()  # built beside Numba's compile, not after it
     context, gen = codegen()
-    binding = compile_kernel(kernel, sig, private)
-    module = gen._create_empty_module(target)
-    define_handler(module, target, sig, label, emit_kernel_call(context, binding))
+    prepared = prepare(kernel, sig, private)
+    # The handler is optimised beside Numba's compile (see .ahead), else after it.
+    ahead = start(context, gen, target, sig, label, prepared)
+    binding = compile_prepared(prepared)
+    module = ahead.take(binding) if ahead is not None else None
+    if module is None:
+        module = gen._create_empty_module(target)
+        define_handler(module, target, sig, label, emit_kernel_call(context, binding))
     with global_compiler_lock:  # LLVM's context is Numba's, shared
         artifact = link_artifact(gen, module, target, binding.cres.library)
         reused = from_numba_cache(binding.cres.library)

@@ -1,0 +1,123 @@
+"""The handler optimised while Numba compiles the kernel (``backends/numba/ahead``):
+its machine code is the code of the handler built after the compile, byte for
+byte, and a kernel the guess does not fit gets the handler built after the compile.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+
+from polykernel import numba_kernel  # noqa: E402
+from polykernel.backends.numba import ahead, compile, making  # noqa: E402
+from polykernel.backends.numba.artifact import link_artifact  # noqa: E402
+from polykernel.backends.numba.entry import emit_kernel_call  # noqa: E402
+from polykernel.backends.numba.shared import emit_handler  # noqa: E402
+from polykernel.ffi.handler_ir.handler import define_handler  # noqa: E402
+from polykernel.ffi.handler_ir.signature import Signature  # noqa: E402
+
+F32, I32 = "float32", "int32"
+
+
+def _csrmv(data, indices, indptr, x, out):
+    for i in range(out.size):
+        acc = 0.0
+        for j in range(indptr[i], indptr[i + 1]):
+            acc += data[j] * x[indices[j]]
+        out[i] = acc
+
+
+def _scaled(x, out, alpha, shift=1.0):  # an attribute, and a default left out
+    for i in range(out.size):
+        out[i] = alpha * x[i] + shift
+
+
+def _rows(x, *outs):  # outputs as *args
+    for i in range(x.shape[0]):
+        outs[0][i] = x[i, 0]
+        outs[1][i] = x[i, 1]
+
+
+def _parallel(x, out):
+    for i in numba.prange(out.size):
+        out[i] = 2.0 * x[i]
+
+
+CASES = {
+    "csrmv": (_csrmv, {}, Signature(((F32, 1), (I32, 1), (I32, 1), (F32, 1)),
+                                    ((F32, 1),), ())),
+    "attr-default": (_scaled, {}, Signature(((F32, 1),), ((F32, 1),),
+                                            (("alpha", F32),))),
+    "star-outputs": (_rows, {}, Signature(((F32, 2),), ((F32, 1), (F32, 1)), ())),
+    "parallel": (_parallel, {"parallel": True}, Signature(((F32, 1),), ((F32, 1),),
+                                                          ())),
+}  # fmt: skip
+
+
+def _handler_code(prepared, sig, target, optimised) -> tuple[bytes, bytes]:
+    """Machine code of the handler built ahead and of the one built after."""
+    from numba.core.compiler_lock import global_compiler_lock
+
+    context, gen = making.codegen()
+    binding = compile.compile_prepared(prepared)
+    module = gen._create_empty_module(target)
+    define_handler(module, target, sig, "t", emit_kernel_call(context, binding))
+    with global_compiler_lock:
+        built_ahead = link_artifact(gen, optimised(binding), target,
+                                    binding.cres.library)  # fmt: skip
+        built_after = link_artifact(gen, module, target, binding.cres.library)
+        return emit_handler(gen, built_ahead.module), emit_handler(
+            gen, built_after.module
+        )
+
+
+@pytest.mark.slow  # a Numba compile per case
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_handler_built_ahead_is_the_handler_built_after_byte_for_byte(case):
+    fn, options, sig = CASES[case]
+    kernel = numba.njit(**options)(fn)
+    context, gen = making.codegen()
+    target = f"pk_test_ahead_{case.replace('-', '_')}"
+    prepared = compile.prepare(kernel, sig, {})
+    started = ahead.start(context, gen, target, sig, "t", prepared)
+    assert started is not None  # the machine under test has two cores or more
+
+    def optimised(binding):
+        found = started.take(binding)
+        assert found is not None, "the guess did not fit this kernel"
+        return found
+
+    built_ahead, built_after = _handler_code(prepared, sig, target, optimised)
+    assert len(built_ahead) > 1000
+    assert built_ahead == built_after
+
+
+@pytest.mark.slow
+def test_a_kernel_that_returns_a_value_is_handled_after_its_compile():
+    @numba.njit
+    def returns(x, out):
+        for i in range(out.size):
+            out[i] = x[i] + 1.0
+        return out.size  # Numba types the return: not the guessed None
+
+    sig = Signature(((F32, 1),), ((F32, 1),), ())
+    context, gen = making.codegen()
+    prepared = compile.prepare(returns, sig, {})
+    started = ahead.start(context, gen, "pk_test_ahead_returns", sig, "t", prepared)
+    assert started is not None
+    assert started.take(compile.compile_prepared(prepared)) is None
+    # and the kernel still runs, its handler built after the compile
+    f = numba_kernel(returns, jax.ShapeDtypeStruct((5,), jnp.float32))
+    np.testing.assert_array_equal(np.asarray(f(jnp.arange(5.0))), np.arange(5.0) + 1)
+
+
+def test_one_core_builds_nothing_ahead(monkeypatch):
+    monkeypatch.setattr(ahead, "_cores", lambda: 1)
+    sig = Signature(((F32, 1),), ((F32, 1),), ())
+    context, gen = making.codegen()
+    prepared = compile.prepare(numba.njit(_parallel), sig, {})
+    assert ahead.start(context, gen, "pk_test_ahead_one", sig, "t", prepared) is None
