@@ -154,13 +154,13 @@ def to_struct(where: str, what: str, leaf: Any) -> Any:
 def as_array(where: str, i: int, x: Any) -> Any:
     """Input ``i`` as an array JAX accepts (tracers and arrays pass through).
 
-    A numeric NumPy array is copied and transferred (``jax.device_put``), which is
-    what ``jnp.asarray`` gives for it (the same dtype, canonical for JAX's
-    settings, and a buffer of its own: changing the NumPy array later changes
-    nothing) without the small XLA program ``jnp.asarray`` compiles for each new
-    shape and dtype (~15-20 ms each on a first eager call). One in the other byte
-    order (big-endian data read from a file) is copied into this machine's, which
-    ``jnp.asarray`` refuses. Anything else goes through ``jnp.asarray``.
+    A numeric NumPy array is copied, then transferred with ``jax.device_put``.
+    That gives what ``jnp.asarray`` gives: the same dtype (canonical for JAX's
+    settings) and a buffer of its own, so changing the NumPy array later changes
+    nothing. It skips the small XLA program ``jnp.asarray`` compiles for each new
+    shape and dtype (~15-20 ms on a first eager call). An array in the other byte
+    order (big-endian data read from a file) is converted to this machine's;
+    ``jnp.asarray`` refuses it. Anything else goes through ``jnp.asarray``.
 
     Raises:
         KernelTypeError: JAX cannot convert it (a string, an object array, ...).

@@ -16,8 +16,8 @@ its placeholder renamed to the kernel's symbol, is what optimising the handler a
 the compile gives: the same IR through the same pipeline on the same target. Its
 machine code is the same, byte for byte; ``tests/backends/numba/test_ahead.py``
 compares the two. Otherwise the guess is dropped, and the handler is built after the
-compile, as it would be without this module. So is it where only one core is
-available to the process.
+compile, as it would be without this module. The same happens where the process may
+run on one core only.
 """
 
 from __future__ import annotations
