@@ -43,9 +43,10 @@ class OptimisedHandler:
         self.bitcode = bitcode
         self.kernel_symbol = kernel_symbol
 
-    def module(self, codegen: Any) -> Any:
+    def __call__(self, codegen: Any) -> Any:
         """A new copy in Numba's LLVM context, calling the kernel by its symbol
-        (hold Numba's compiler lock: that context is shared)."""
+        (hold Numba's compiler lock: that context is shared). What
+        :func:`.artifact.link_artifact` takes in place of the handler's IR."""
         import llvmlite.binding as ll
 
         module = ll.parse_bitcode(self.bitcode)

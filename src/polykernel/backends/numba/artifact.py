@@ -87,14 +87,13 @@ def link_artifact(
     """Parse ``handler_ir``, optimise it, link ``kernel_library`` in (unless None:
     then the kernel stays a declaration, resolved in this process), internalise
     everything but ``entry`` and drop dead code. ``handler_ir`` is an
-    ``llvmlite.ir`` module, or an :class:`~.ahead.OptimisedHandler` (optimised
-    while the kernel compiled)."""
+    ``llvmlite.ir`` module, or a callable giving a new copy of the handler already
+    optimised, in Numba's context (``handler_ir(codegen)``: see :mod:`.ahead`)."""
     import llvmlite.binding as ll
 
-    from .ahead import OptimisedHandler
-
-    if isinstance(handler_ir, OptimisedHandler):
-        module = handler_ir.module(codegen)
+    module: Any  # llvmlite.binding.ModuleRef
+    if callable(handler_ir):
+        module = handler_ir(codegen)
     else:
         module = ll.parse_assembly(str(handler_ir))
         module.data_layout = codegen._data_layout
