@@ -97,7 +97,7 @@ def test_the_handler_built_ahead_is_the_handler_built_after_byte_for_byte(
     def optimised(binding):
         found = started.take(binding)
         assert found is not None, "the guess did not fit this kernel"
-        return found
+        return found.module
 
     built_ahead, built_after = _handler_code(prepared, sig, target, optimised)
     assert len(built_ahead) > 1000

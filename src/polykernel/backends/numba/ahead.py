@@ -43,9 +43,9 @@ class OptimisedHandler:
         self.bitcode = bitcode
         self.kernel_symbol = kernel_symbol
 
-    def __call__(self, codegen: Any) -> Any:
+    def module(self, codegen: Any) -> Any:
         """A new copy in Numba's LLVM context, calling the kernel by its symbol
-        (hold Numba's compiler lock: that context is shared). What
+        (hold Numba's compiler lock: that context is shared). This method is what
         :func:`.artifact.link_artifact` takes in place of the handler's IR."""
         import llvmlite.binding as ll
 

@@ -120,8 +120,10 @@ def build(
     # The handler is optimised beside Numba's compile (see .ahead), else after it.
     ahead = start(context, gen, target, sig, label, prepared)
     binding = compile_prepared(prepared)
-    module = ahead.take(binding) if ahead is not None else None
-    if module is None:
+    optimised = ahead.take(binding) if ahead is not None else None
+    if optimised is not None:
+        module: Any = optimised.module  # link_artifact calls it for each copy
+    else:
         module = gen._create_empty_module(target)
         define_handler(module, target, sig, label, emit_kernel_call(context, binding))
     with global_compiler_lock:  # LLVM's context is Numba's, shared
