@@ -32,7 +32,6 @@ runs each kernel in turn in the main thread.
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -42,6 +41,7 @@ from typing import Any
 
 from ..core import registry
 from ..platforms import PLATFORMS
+from ..settings.host import usable_cores
 from ._common import CliError, CliUsageError, failure, plural, pos_int
 from .targets import Target, import_module, parse_target
 
@@ -53,10 +53,7 @@ Outcome = tuple[str | None, float]
 
 def default_jobs() -> int:
     """The cores this process may run on (``os.sched_getaffinity``), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not Linux
-        return max(1, os.cpu_count() or 1)
+    return len(usable_cores())
 
 
 def add_warm_args(p: Any) -> None:

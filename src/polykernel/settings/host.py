@@ -1,18 +1,23 @@
-"""The host CPU: its model name and instruction-set family, read once per process.
+"""The host CPU: its model name and instruction-set family, read once per process,
+and the cores this process may run on.
 
 One reader of ``/proc/cpuinfo`` for the two places that name the CPU: the tuned
 table's key (:mod:`polykernel.dispatch.key`: a winner measured on one CPU model is
 reused as-is on that model, as a family match on the same instruction set) and the
 benchmark's machine header (:mod:`polykernel.benchmark.machine`).
+:func:`usable_cores` is the one answer for the places that size work by cores
+(``polykernel cache warm``'s jobs, a ``jax.distributed`` job's tuning turns, the
+Numba handler built beside its kernel's compile).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import platform
 from typing import NamedTuple
 
-__all__ = ["HostCpu", "host_cpu"]
+__all__ = ["HostCpu", "host_cpu", "usable_cores"]
 
 #: Instruction-set levels, best first: the family is the first one the CPU has.
 _LEVELS = ("avx512f", "avx2", "avx", "sve", "asimd", "neon")
@@ -52,3 +57,13 @@ def host_cpu() -> HostCpu:
     arch = platform.machine() or "unknown"
     level = next((f for f in _LEVELS if f in flags), "base")
     return HostCpu(model or platform.processor() or arch, f"{arch}-{level}")
+
+
+def usable_cores() -> list[int]:
+    """The CPU cores this process may run on, sorted (``os.sched_getaffinity``;
+    all the machine's where the OS does not say). Asked each time: a process's
+    affinity can change."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return list(range(os.cpu_count() or 1))

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import socket
 import threading
 import time
@@ -44,6 +43,7 @@ import numpy as np
 
 from ..dispatch.agreement import FOLLOWER_FACTOR, TIMEOUT_ENV, timeout_s
 from ..dispatch.store import JobStore, StoreGone, component, get_blob, put_blob
+from ..settings.host import usable_cores
 from ..warning_types import JobFallbackWarning
 
 __all__ = ["Fallback", "JobTuning"]
@@ -160,7 +160,7 @@ class JobTuning:
         vote = {
             "process": self.index,
             "host": self.host,
-            "cores": _cores(),
+            "cores": usable_cores(),
             "cases": {p: [_case(c) for c in cs] for p, cs in sorted(cases.items())},
             "candidates": candidates,
         }
@@ -277,14 +277,6 @@ class JobTuning:
         if "fallback" in json.loads(held):
             raise Fallback(json.loads(held)["fallback"])
         return results
-
-
-def _cores() -> list[int]:
-    """The CPU cores this process may run on (all, where the OS does not say)."""
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return list(range(os.cpu_count() or 1))
 
 
 def _sharing(votes: Sequence[dict[str, Any]]) -> dict[str, list[int]]:

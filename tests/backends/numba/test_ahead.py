@@ -78,7 +78,7 @@ def _handler_code(prepared, sig, target, optimised) -> tuple[bytes, bytes]:
 @pytest.fixture
 def two_cores(monkeypatch):
     """Build ahead whatever the machine running the tests has."""
-    monkeypatch.setattr(ahead, "_cores", lambda: 2)
+    monkeypatch.setattr(ahead, "usable_cores", lambda: [0, 1])
 
 
 @pytest.mark.slow  # a Numba compile per case
@@ -124,7 +124,7 @@ def test_a_kernel_that_returns_a_value_is_handled_after_its_compile(two_cores):
 
 
 def test_one_core_builds_nothing_ahead(monkeypatch):
-    monkeypatch.setattr(ahead, "_cores", lambda: 1)
+    monkeypatch.setattr(ahead, "usable_cores", lambda: [0])
     sig = Signature(((F32, 1),), ((F32, 1),), ())
     context, gen = making.codegen()
     prepared = compile.prepare(numba.njit(_parallel), sig, {})

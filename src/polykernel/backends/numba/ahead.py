@@ -22,12 +22,12 @@ run on one core only.
 
 from __future__ import annotations
 
-import os
 import threading
 import types
 from typing import Any
 
 from ...ffi.handler_ir.signature import Signature
+from ...settings.host import usable_cores
 from .compile import Binding, Prepared
 
 __all__ = ["Ahead", "OptimisedHandler", "start"]
@@ -103,7 +103,7 @@ def start(
     from ...ffi.handler_ir.handler import define_handler
     from .entry import emit_kernel_call
 
-    if _cores() < 2:
+    if len(usable_cores()) < 2:
         return None
     pysig = utils.pysignature  # pyright: ignore[reportPrivateImportUsage]
     params = pysig(prepared.dispatcher.py_func).parameters.values()
@@ -127,12 +127,6 @@ def start(
     except Exception:  # built after the compile, where the same error is raised
         return None
     return Ahead(guess, str(module), codegen)
-
-
-def _cores() -> int:
-    """The cores this process may run on."""
-    affinity = getattr(os, "sched_getaffinity", None)  # Linux
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
 
 
 def _same_declaration(fndesc: Any, guess: Any) -> bool:

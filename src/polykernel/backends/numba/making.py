@@ -122,12 +122,13 @@ def build(
     binding = compile_prepared(prepared)
     optimised = ahead.take(binding) if ahead is not None else None
     if optimised is not None:
-        module: Any = optimised.module  # link_artifact calls it for each copy
+        handler_ir: Any = optimised.module  # link_artifact calls it for each copy
     else:
-        module = gen._create_empty_module(target)
-        define_handler(module, target, sig, label, emit_kernel_call(context, binding))
+        handler_ir = gen._create_empty_module(target)
+        define_handler(handler_ir, target, sig, label,
+                       emit_kernel_call(context, binding))  # fmt: skip
     with global_compiler_lock:  # LLVM's context is Numba's, shared
-        artifact = link_artifact(gen, module, target, binding.cres.library)
+        artifact = link_artifact(gen, handler_ir, target, binding.cres.library)
         reused = from_numba_cache(binding.cres.library)
         if reused:
             artifact.problems.append(f"code from Numba's own disk cache ({reused})")
@@ -138,7 +139,7 @@ def build(
                 label,
                 "; ".join(artifact.problems),
             )
-            artifact = link_artifact(gen, module, target, None)
+            artifact = link_artifact(gen, handler_ir, target, None)
         externals = external_symbols(artifact.module)
         shared_obj = None
         if artifact.self_contained:
