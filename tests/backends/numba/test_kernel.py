@@ -286,3 +286,36 @@ def test_vmap_with_an_unbatched_aliased_input(vmap_method):
     xs = jnp.arange(3 * n, dtype=jnp.float32).reshape(3, n)
     got = jax.jit(jax.vmap(f, in_axes=(0, None)))(xs, jnp.ones(n, jnp.float32))
     np.testing.assert_array_equal(got, 2 * np.asarray(xs) + 1)
+
+
+def test_the_kernel_compiles_without_wrappers_and_leaves_the_users_dispatcher_alone():
+    """The handler calls the native function: Numba's CPython and cfunc wrappers
+    are not built (they cost most of a first compile's codegen), and the user's
+    own dispatcher neither gains an overload it cannot call nor changes."""
+    from polykernel.backends.numba.compile import NO_WRAPPERS, compile_kernel
+    from polykernel.ffi.handler_ir.signature import Signature
+
+    @numba.njit(fastmath=True)
+    def scale(x, out, factor):
+        for i in range(out.size):
+            out[i] = x[i] * factor
+
+    f = numba_kernel(scale, S((4,), jnp.float32))
+    got = f(jnp.arange(4, dtype=jnp.float32), factor=np.float32(3))
+    assert np.asarray(got).tolist() == [0.0, 3.0, 6.0, 9.0]
+    assert scale.signatures == []  # the user's dispatcher compiled nothing
+    expected = np.empty(4, np.float32)
+    scale(np.arange(4, dtype=np.float32), expected, np.float32(3))  # from Python
+    assert expected.tolist() == [0.0, 3.0, 6.0, 9.0]
+
+    private: dict = {}
+    sig = Signature(ins=(("float32", 1),), outs=(("float32", 1),),
+                    attrs=(("factor", "float32"),))  # fmt: skip
+    binding = compile_kernel(scale, sig, private)
+    copy = private[id(scale)]
+    assert copy is not scale and copy.py_func is scale.py_func
+    assert copy.targetoptions == {**scale.targetoptions, **NO_WRAPPERS}
+    defined = [fn.name for fn in binding.cres.library._final_module.functions
+               if not fn.is_declaration]  # fmt: skip
+    assert defined == [binding.cres.fndesc.mangled_name]  # the kernel alone
+    assert compile_kernel(scale, sig, private).cres is binding.cres  # memoised

@@ -6,9 +6,16 @@ attributes by keyword. Numba's own argument folding (defaults, ``*args``) maps
 that call onto the kernel's parameters; :class:`Binding` records, per folded
 parameter, where its value comes from, so the handler can build the call.
 
-A dispatcher with ``cache=True`` is compiled through a private copy without a
-disk cache: Numba's cache can hand back code whose symbols collide with another
-kernel's in this process (numba/numba#10486), and we never build on it.
+Every kernel is compiled through a private copy of the user's dispatcher, with
+Numba's ``no_cpython_wrapper`` and ``no_cfunc_wrapper`` target options: the handler
+calls the kernel's native function, so the wrappers that let Python (or a C
+caller) call it would be built, optimised and code-generated for nothing (about
+50-60 ms of a first compile here, most of it the CPython wrapper). The copy is
+never called from Python (it has no wrapper to call), and the user's dispatcher
+is left as it was: calling it from Python compiles it as Numba always does. The
+copy has no disk cache either: Numba's cache can hand back code whose symbols
+collide with another kernel's in this process (numba/numba#10486), and we never
+build on it.
 """
 
 from __future__ import annotations
@@ -18,8 +25,8 @@ from typing import Any
 
 from ...ffi.handler_ir.signature import Signature
 
-__all__ = ["Binding", "Prepared", "compile_kernel", "compile_prepared",
-           "from_numba_cache", "prepare"]  # fmt: skip
+__all__ = ["NO_WRAPPERS", "Binding", "Prepared", "compile_kernel",
+           "compile_prepared", "from_numba_cache", "prepare"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -51,20 +58,25 @@ class Prepared:
     argtypes: tuple[Any, ...]
 
 
+#: Target options of the private copy (see the module's docstring).
+NO_WRAPPERS = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+
 def _private_copy(dispatcher: Any) -> Any:
+    """The dispatcher the kernel is compiled with: the user's function, locals,
+    options and compiler pipeline, no wrappers and no disk cache."""
     from numba.core.registry import CPUDispatcher
 
+    compiler = getattr(dispatcher, "_compiler", None)
+    more = {}
+    if compiler is not None and getattr(compiler, "pipeline_class", None):
+        more["pipeline_class"] = compiler.pipeline_class
     return CPUDispatcher(
         dispatcher.py_func,
         locals=dict(getattr(dispatcher, "locals", {}) or {}),
-        targetoptions=dict(dispatcher.targetoptions),
+        targetoptions={**dispatcher.targetoptions, **NO_WRAPPERS},
+        **more,
     )
-
-
-def _uses_disk_cache(dispatcher: Any) -> bool:
-    from numba.core.caching import NullCache
-
-    return not isinstance(getattr(dispatcher, "_cache", NullCache()), NullCache)
 
 
 def compile_kernel(dispatcher: Any, sig: Signature, private: dict) -> Binding:
@@ -88,8 +100,11 @@ def prepare(dispatcher: Any, sig: Signature, private: dict) -> Prepared:
     from numba.core import types
     from numba.np.numpy_support import from_dtype
 
-    if _uses_disk_cache(dispatcher):
-        dispatcher = private.setdefault(id(dispatcher), _private_copy(dispatcher))
+    # By id: whoever passes ``private`` holds the user's dispatcher (NumbaKernel).
+    copy = private.get(id(dispatcher))
+    if copy is None:
+        copy = private[id(dispatcher)] = _private_copy(dispatcher)
+    dispatcher = copy
     markers = []
     for dtype, rank in sig.buffers:
         nbtype = types.Array(from_dtype(np.dtype(sig.view_dtype(dtype))), rank, "C")
