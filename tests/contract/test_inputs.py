@@ -92,3 +92,58 @@ def test_an_array_in_either_byte_order_converts(dtype):
     got = as_array("w", 0, value)
     assert got.dtype == jnp.asarray(value.astype(value.dtype.newbyteorder("="))).dtype
     np.testing.assert_array_equal(np.asarray(got), [0, 1, 2])
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype"),
+    [
+        (np.linspace(-3, 3, 11), jnp.float32),  # float64 rounded to float32
+        (np.array([np.inf, -0.0, np.nan, 1e-40]), jnp.float32),  # inf, nan, tiny
+        (np.array([0, 1, 2**31, -(2**31) - 1], np.int64), jnp.int32),  # wraps
+        (np.array([3, 4], np.uint8), jnp.int32),
+        (np.array([True, False]), jnp.float32),
+        (np.array([0, 2], np.int64), bool),  # not within its kind: jnp.asarray
+        (np.array([1.5, -2.5]), jnp.int32),  # a float to an integer: jnp.asarray
+        (np.float64(2.5), jnp.float32),  # a NumPy scalar
+        ([1.0, 2.0], jnp.float32),  # a list: jnp.asarray
+        (np.arange(6.0).reshape(2, 3)[:, ::2], jnp.float32),  # strided
+    ],
+    ids=[
+        "f64",
+        "f64-edges",
+        "i64-wrap",
+        "u8",
+        "bool-f32",
+        "int-bool",
+        "float-int",
+        "scalar",
+        "list",
+        "strided",
+    ],
+)
+def test_as_dtype_gives_what_jnp_asarray_gives(value, dtype):
+    from polykernel.contract.outs import as_dtype
+
+    got, want = as_dtype(value, dtype), jnp.asarray(value, dtype)
+    assert isinstance(got, jax.Array)
+    assert (got.dtype, got.shape, got.weak_type) == (want.dtype, want.shape, False)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_a_catalog_call_on_float64_numpy_compiles_no_conversion(compiles):
+    """The catalog's wrappers take NumPy float64 and int64 as users have them:
+    converting them compiles no XLA program of its own on an eager call."""
+    from polykernel.catalog import csrmv, scaled_add
+
+    x = np.linspace(0, 1, 37)  # float64, a shape no other test uses
+    first = scaled_add(x, x, alpha=2.0, backend="jax_raw")
+    before = len(compiles)
+    y = np.linspace(1, 2, 37)  # same shape again: no compile at all now
+    second = scaled_add(y, x, alpha=2.0, backend="jax_raw")
+    assert len(compiles) == before
+    np.testing.assert_allclose(np.asarray(first), 3 * x.astype(np.float32), 1e-6)
+    np.testing.assert_allclose(np.asarray(second), 2 * y + x, 1e-6)
+    indptr = np.array([0, 1, 3], np.int64)
+    got = csrmv(np.array([1.0, 2.0, 3.0]), np.array([0, 0, 1], np.int64), indptr,
+                np.array([1.0, 10.0]), shape=(2, 2), backend="jax_raw")  # fmt: skip
+    assert np.asarray(got).tolist() == [1.0, 32.0]

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._jax_compat import Zero, is_undefined_primal
+from ..contract.outs import as_dtype
 from ..core.primitive import XLACustomKernel
 from ._csr_kernels import CSR_CPP, numba_scatter_kernels
 from ._numba_cuda_kernels import csrmv_generator
@@ -214,10 +215,10 @@ def csrmv(
     n_out = shape[1] if transpose else shape[0]
     spec = jax.ShapeDtypeStruct((n_out,), jnp.float32)
     return csrmv_p(
-        jnp.asarray(data, jnp.float32),
-        jnp.asarray(indices, jnp.int32),
-        jnp.asarray(indptr, jnp.int32),
-        jnp.asarray(v, jnp.float32),
+        as_dtype(data, jnp.float32),
+        as_dtype(indices, jnp.int32),
+        as_dtype(indptr, jnp.int32),
+        as_dtype(v, jnp.float32),
         outs=spec,
         shape=tuple(shape),
         transpose=bool(transpose),

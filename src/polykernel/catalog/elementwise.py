@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..contract.outs import as_dtype
 from ..core.primitive import XLACustomKernel
 from ._numba_cuda_kernels import scaled_add_generator
 from ._support import def_cpu_kernels, def_gpu_kernels, pallas_elementwise
@@ -131,8 +132,8 @@ def scaled_add(
         >>> scaled_add(jnp.ones(3), jnp.ones(3), alpha=2.0, backend="jax_raw").tolist()
         [3.0, 3.0, 3.0]
     """
-    x = jnp.asarray(x, jnp.float32)
-    y = jnp.asarray(y, jnp.float32)
+    x = as_dtype(x, jnp.float32)
+    y = as_dtype(y, jnp.float32)
     spec = jax.ShapeDtypeStruct(x.shape, x.dtype)
     return scaled_add_p(x, y, outs=spec, alpha=float(alpha), backend=backend)
 

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..contract.outs import as_dtype
 from ..core.primitive import XLACustomKernel
 from ._csr_kernels import CSR_CPP, numba_scatter_kernels
 from ._support import def_cpu_kernels, def_gpu_kernels, random_csr, row_ids
@@ -109,10 +110,10 @@ def event_csrmv(
     """
     spec = jax.ShapeDtypeStruct((n_post,), jnp.float32)
     return event_csrmv_p(
-        jnp.asarray(data, jnp.float32),
-        jnp.asarray(indices, jnp.int32),
-        jnp.asarray(indptr, jnp.int32),
-        jnp.asarray(spikes, bool),
+        as_dtype(data, jnp.float32),
+        as_dtype(indices, jnp.int32),
+        as_dtype(indptr, jnp.int32),
+        as_dtype(spikes, bool),
         outs=spec,
         n_post=int(n_post),
         backend=backend,

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..contract.outs import as_dtype
 from ..core.primitive import XLACustomKernel
 from ._support import def_cpu_kernels, def_gpu_kernels, pallas_elementwise
 
@@ -128,8 +129,8 @@ def lif_step(
         >>> s.tolist()
         [True, False]
     """
-    v = jnp.asarray(v, jnp.float32)
-    i_ext = jnp.asarray(i_ext, jnp.float32)
+    v = as_dtype(v, jnp.float32)
+    i_ext = as_dtype(i_ext, jnp.float32)
     outs = (
         jax.ShapeDtypeStruct(v.shape, jnp.float32),
         jax.ShapeDtypeStruct(v.shape, jnp.bool_),
