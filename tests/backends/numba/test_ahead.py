@@ -75,6 +75,17 @@ def _handler_code(prepared, sig, target, optimised) -> tuple[bytes, bytes]:
         )
 
 
+def _started(case: str, prefix: str) -> tuple[str, object, ahead.Ahead]:
+    """The case's kernel prepared, and its handler started ahead."""
+    fn, options, sig = CASES[case]
+    context, gen = making.codegen()
+    target = f"{prefix}_{case.replace('-', '_')}"
+    prepared = compile.prepare(numba.njit(**options)(fn), sig, {})
+    started = ahead.start(context, gen, target, sig, "t", prepared)
+    assert started is not None
+    return target, prepared, started
+
+
 @pytest.fixture
 def two_cores(monkeypatch):
     """Build ahead whatever the machine running the tests has."""
@@ -86,13 +97,8 @@ def two_cores(monkeypatch):
 def test_the_handler_built_ahead_is_the_handler_built_after_byte_for_byte(
     case, two_cores
 ):
-    fn, options, sig = CASES[case]
-    kernel = numba.njit(**options)(fn)
-    context, gen = making.codegen()
-    target = f"pk_test_ahead_{case.replace('-', '_')}"
-    prepared = compile.prepare(kernel, sig, {})
-    started = ahead.start(context, gen, target, sig, "t", prepared)
-    assert started is not None
+    sig = CASES[case][2]
+    target, prepared, started = _started(case, "pk_test_ahead")
 
     def optimised(binding):
         found = started.take(binding)
@@ -129,3 +135,72 @@ def test_one_core_builds_nothing_ahead(monkeypatch):
     context, gen = making.codegen()
     prepared = compile.prepare(numba.njit(_parallel), sig, {})
     assert ahead.start(context, gen, "pk_test_ahead_one", sig, "t", prepared) is None
+
+
+@pytest.mark.slow  # a Numba compile per case
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_handler_object_made_ahead_is_the_one_made_after_and_links(
+    case, two_cores
+):
+    """The handler's own object (``parts``), generated in the thread while Numba
+    compiles, is the one generated after the compile from the handler built then,
+    byte for byte; with the kernel's object cut from the proven artefact it links
+    into a library that exports the entry only."""
+    import ctypes
+
+    import llvmlite.binding as ll
+    from numba.core.compiler_lock import global_compiler_lock
+
+    from polykernel.backends.numba.artifact import optimise_handler
+    from polykernel.backends.numba.parts import (
+        handler_object,
+        kernel_alias,
+        kernel_object,
+    )
+    from polykernel.backends.numba.shared import (
+        link_handler,
+        load_handler,
+        pic_target_machine,
+    )
+
+    sig = CASES[case][2]
+    context, gen = making.codegen()
+    target, prepared, started = _started(case, "pk_test_parts")
+    binding = compile.compile_prepared(prepared)
+    found = started.take(binding)
+    assert found is not None and found.handler_object is not None
+    symbol = binding.cres.fndesc.mangled_name
+    module = gen._create_empty_module(target)
+    define_handler(module, target, sig, "t", emit_kernel_call(context, binding))
+    with global_compiler_lock:
+        after = ll.parse_assembly(str(module))
+        after.data_layout = gen._data_layout
+        optimise_handler(after, gen._tm)
+        made_after = handler_object(after, target, symbol, pic_target_machine(gen))
+        artefact = link_artifact(gen, found.module, target, binding.cres.library)
+        assert artefact.self_contained, artefact.problems
+        kernel_part = kernel_object(gen, artefact, symbol)
+    assert found.handler_object == made_after
+    assert kernel_part is not None
+    path = link_handler([found.handler_object, kernel_part], target)
+    owner, address = load_handler(path, target, artefact.environments)
+    assert address
+    library = ctypes.CDLL(str(path))  # already open: the same handle
+    assert hasattr(library, target)
+    assert not hasattr(library, kernel_alias(target))  # hidden: not exported
+    del owner
+
+
+def test_a_kernel_object_needs_its_kernel_in_the_artefact():
+    """Cutting the kernel from an artefact that lacks it gives None (the
+    artefact is then emitted as one object)."""
+    from types import SimpleNamespace
+
+    import llvmlite.binding as ll
+
+    from polykernel.backends.numba.parts import kernel_object
+
+    module = ll.parse_assembly('define void @"pk_entry"() {\n  ret void\n}\n')
+    artefact = SimpleNamespace(module=module, entry="pk_entry", environments=[])
+    _, gen = making.codegen()
+    assert kernel_object(gen, artefact, "_ZN5nokernel") is None

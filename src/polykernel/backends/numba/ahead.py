@@ -7,7 +7,8 @@ compiles the kernel, once one guess is made: that the kernel returns ``None``, a
 kernels that write their outputs do. So :func:`start` builds the handler's IR before
 the compile, against that declaration under a placeholder symbol, and parses and
 optimises it in a thread of its own, in an LLVM context of its own, with a target
-machine made as Numba makes its JIT's. That work (~90 ms for a five-argument
+machine made as Numba makes its JIT's, then generates the handler's own object
+code (:func:`.parts.handler_object`). That work (~100 ms for a five-argument
 handler here) then runs beside Numba's compile on another core instead of after it.
 
 :meth:`Ahead.take` checks the guess against the compiled kernel. When the kernel's
@@ -37,11 +38,16 @@ PLACEHOLDER = "pk.kernel.ahead"
 
 
 class OptimisedHandler:
-    """A handler module already optimised, as bitcode of another LLVM context."""
+    """A handler module already optimised, as bitcode of another LLVM context, and
+    the handler's own object (:func:`.parts.handler_object`; None when it could not
+    be made)."""
 
-    def __init__(self, bitcode: bytes, kernel_symbol: str) -> None:
+    def __init__(
+        self, bitcode: bytes, kernel_symbol: str, handler_object: bytes | None = None
+    ) -> None:
         self.bitcode = bitcode
         self.kernel_symbol = kernel_symbol
+        self.handler_object = handler_object
 
     def module(self, codegen: Any) -> Any:
         """A new copy in Numba's LLVM context, calling the kernel by its symbol
@@ -58,28 +64,41 @@ class OptimisedHandler:
 class Ahead:
     """A handler being optimised in another thread (see the module doc)."""
 
-    def __init__(self, guess: Any, text: str, codegen: Any) -> None:
+    def __init__(self, guess: Any, text: str, codegen: Any, entry: str) -> None:
+        from .shared import pic_target_machine
+
         self._guess = guess
         self._bitcode: bytes | None = None
+        self._object: bytes | None = None
         self._thread = threading.Thread(
             target=self._optimise, args=(text, _target_machine(codegen),
-                                         codegen._data_layout),
+                                         codegen._data_layout, entry,
+                                         pic_target_machine(codegen)),
             name="polykernel-handler-ahead", daemon=True,
         )  # fmt: skip
         self._thread.start()
 
-    def _optimise(self, text: str, tm: Any, data_layout: str) -> None:
+    def _optimise(
+        self, text: str, tm: Any, data_layout: str, entry: str, pic_tm: Any
+    ) -> None:
         import llvmlite.binding as ll
 
         from .artifact import optimise_handler
+        from .parts import handler_object
 
         try:
             module = ll.parse_assembly(text, context=ll.create_context())
             module.data_layout = data_layout
-            optimise_handler(module, tm)
+            optimise_handler(module, tm, run=_unlocked_run)
             self._bitcode = bytes(module.as_bitcode())
         except Exception:  # the handler is then built after the compile
             self._bitcode = None
+            return
+        try:  # then its machine code (the module is not needed any more)
+            self._object = handler_object(module, entry, PLACEHOLDER, pic_tm,
+                                          emit=_unlocked_emit)  # fmt: skip
+        except Exception:  # the artefact is then emitted as one object
+            self._object = None
 
     def take(self, binding: Binding) -> OptimisedHandler | None:
         """The optimised handler for the compiled kernel ``binding``; None when
@@ -88,7 +107,7 @@ class Ahead:
         fndesc = binding.cres.fndesc
         if self._bitcode is None or not _same_declaration(fndesc, self._guess):
             return None
-        return OptimisedHandler(self._bitcode, fndesc.mangled_name)
+        return OptimisedHandler(self._bitcode, fndesc.mangled_name, self._object)
 
 
 def start(
@@ -126,7 +145,7 @@ def start(
             define_handler(module, target, sig, label, emit)
     except Exception:  # built after the compile, where the same error is raised
         return None
-    return Ahead(guess, str(module), codegen)
+    return Ahead(guess, str(module), codegen, target)
 
 
 def _same_declaration(fndesc: Any, guess: Any) -> bool:
@@ -139,6 +158,44 @@ def _same_declaration(fndesc: Any, guess: Any) -> bool:
         and bool(fndesc.noalias) is guess.noalias
         and bool(fndesc.inline) is guess.inline
     )
+
+
+# llvmlite serialises every call into LLVM with one process-wide lock, Numba's
+# compile included. The two long steps of this thread (the optimisation, ~60 ms,
+# and the code generation, ~45 ms) touch only this thread's LLVM context, module,
+# target machine and pass builder, which LLVM allows to be used beside other
+# contexts in other threads; holding the lock through them would make Numba's
+# compile wait for them instead of running beside them. So they call llvmlite's C
+# functions directly (ctypes releases the GIL during the call), where llvmlite
+# exposes them (``_cfn``); elsewhere through its locked wrappers.
+def _raw(name: str) -> Any:
+    from llvmlite.binding import ffi
+
+    wrapper = getattr(ffi.lib, name)
+    return getattr(wrapper, "_cfn", wrapper)
+
+
+def _unlocked_run(mpm: Any, module: Any, pb: Any) -> None:
+    """``mpm.run(module, pb)`` without llvmlite's lock (see above)."""
+    _raw("LLVMPY_RunNewModulePassManager")(mpm, module, pb)
+
+
+def _unlocked_emit(tm: Any, module: Any) -> bytes:
+    """``tm.emit_object(module)`` without llvmlite's lock around the code
+    generation (see above)."""
+    import ctypes
+
+    from llvmlite.binding import ffi
+
+    with ffi.OutputString() as error:
+        buffer = _raw("LLVMPY_TargetMachineEmitToMemory")(tm, module, 1, error)
+        if not buffer:
+            raise RuntimeError(str(error))
+    try:
+        start = ffi.lib.LLVMPY_GetBufferStart(buffer)
+        return ctypes.string_at(start, ffi.lib.LLVMPY_GetBufferSize(buffer))
+    finally:
+        ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
 
 
 def _target_machine(codegen: Any) -> Any:

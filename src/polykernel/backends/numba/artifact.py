@@ -74,11 +74,16 @@ def _pass_builder(tm: Any, speed: int) -> Any:
     return ll.create_pass_builder(tm, pto)
 
 
-def optimise_handler(module: Any, tm: Any) -> None:
+def optimise_handler(module: Any, tm: Any, run: Any = None) -> None:
     """The full pipeline (vectorisers included) over the handler's own module,
-    before the kernel is linked in: the kernel is optimised already."""
+    before the kernel is linked in: the kernel is optimised already. ``run(mpm,
+    module, pb)`` runs the pass manager (default: ``mpm.run(module, pb)``)."""
     pb = _pass_builder(tm, _OPT_LEVEL)
-    pb.getModulePassManager().run(module, pb)
+    mpm = pb.getModulePassManager()
+    if run is None:
+        mpm.run(module, pb)
+    else:
+        run(mpm, module, pb)
 
 
 def link_artifact(
@@ -142,8 +147,12 @@ def _export_environments(module: Any, entry: str) -> tuple[list, list[str]]:
     return exported, problems
 
 
-def containment_problems(module: Any, entry: str) -> list[str]:
-    """Why ``module`` could depend on this process (empty: it cannot)."""
+def containment_problems(
+    module: Any, entry: str, exported: tuple[str, ...] = ()
+) -> list[str]:
+    """Why ``module`` could depend on this process (empty: it cannot).
+    ``exported``: functions besides ``entry`` the module may define externally
+    (the kernel's alias in the kernel's own object: :mod:`.parts`)."""
     problems = []
     for gv in module.global_variables:
         name = gv.name
@@ -164,6 +173,7 @@ def containment_problems(module: Any, entry: str) -> list[str]:
         elif (
             not fn.is_declaration
             and fn.name != entry
+            and fn.name not in exported
             and fn.linkage.name
             not in (
                 "internal",

@@ -109,7 +109,7 @@ def build(
     from .compile import compile_prepared, from_numba_cache, prepare
     from .entry import emit_kernel_call
     from .rewrite import unsupported
-    from .shared import emit_handler, linker_available
+    from .shared import linker_available
 
     if linker_available():  # the shared-object handler will need the runtime
         from ...native.runtime import prefetch_runtime
@@ -141,11 +141,11 @@ def build(
             )
             artifact = link_artifact(gen, handler_ir, target, None)
         externals = external_symbols(artifact.module)
-        shared_obj = None
+        shared_obj: list[bytes] | None = None
         if artifact.self_contained:
             why = _shared_refused(externals, unsupported, linker_available)
             if why is None:
-                shared_obj = emit_handler(gen, artifact.module)
+                shared_obj = _objects(gen, artifact, optimised, binding)
             else:
                 log.debug("numba_kernel '%s': loaded by Numba's JIT: %s", label, why)
     if shared_obj is not None:  # linked outside the lock: a compiler process
@@ -155,6 +155,23 @@ def build(
             return handler
     return _jit(context, gen, artifact, binding, target, label, sig, externals,
                 cacheable)  # fmt: skip
+
+
+def _objects(gen: Any, artifact: Any, optimised: Any, binding: Any) -> list[bytes]:
+    """The shared object's object files: the handler's, generated while Numba
+    compiled the kernel, and the kernel's (:mod:`.parts`); else the artefact as
+    one object. Hold Numba's compiler lock."""
+    from .parts import kernel_object
+    from .shared import emit_handler
+
+    handler = optimised.handler_object if optimised is not None else None
+    if handler is not None:
+        kernel = kernel_object(gen, artifact, binding.cres.fndesc.mangled_name)
+        if kernel is not None:
+            return [handler, kernel]
+        log.debug("'%s': the kernel's object could not be cut from the artefact; "
+                  "emitted as one", artifact.entry)  # fmt: skip
+    return [emit_handler(gen, artifact.module)]
 
 
 def _jit(
@@ -193,7 +210,7 @@ def _shared_refused(externals: list, unsupported: Any, linker: Any) -> str | Non
 
 
 def _shared(
-    obj: bytes, artifact: Any, target: str, label: str, sig: Signature,
+    obj: list[bytes], artifact: Any, target: str, label: str, sig: Signature,
     externals: list, cacheable: bool,
 ) -> Handler | None:  # fmt: skip
     """Link, load (here first: a library that does not load is never cached) and

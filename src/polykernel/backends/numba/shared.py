@@ -33,6 +33,7 @@ __all__ = [
     "link_handler",
     "linker_available",
     "load_handler",
+    "pic_target_machine",
     "private_copy",
 ]
 
@@ -54,7 +55,7 @@ def linker_available() -> bool:
     return True
 
 
-def _pic_target_machine(codegen: Any) -> Any:
+def pic_target_machine(codegen: Any) -> Any:
     """Numba's own code generation settings (CPU, features, optimisation level),
     position-independent for a shared object (the JIT's is static)."""
     import llvmlite.binding as ll
@@ -81,7 +82,7 @@ def emit_handler(codegen: Any, module: Any) -> bytes:
 
     copy = ll.parse_bitcode(module.as_bitcode())
     use_runtime(copy)
-    return bytes(_pic_target_machine(codegen).emit_object(copy))
+    return bytes(pic_target_machine(codegen).emit_object(copy))
 
 
 def private_path(target: str) -> Path:
@@ -102,9 +103,9 @@ def private_copy(data: bytes, target: str) -> Path:
     return path
 
 
-def link_handler(obj: bytes, target: str) -> Path:
-    """Link the handler object ``obj`` into a shared object in the private
-    folder; its path.
+def link_handler(obj: bytes | list[bytes], target: str) -> Path:
+    """Link the handler object ``obj`` (or objects: :mod:`.parts`) into a shared
+    object in the private folder; its path.
 
     Raises:
         HostCompilerNotFoundError: no C compiler driver is installed.
@@ -112,7 +113,8 @@ def link_handler(obj: bytes, target: str) -> Path:
     """
     from ...native.link import link_shared
 
-    return link_shared([obj], private_path(target), flags=_LINK_FLAGS)
+    objects = [obj] if isinstance(obj, bytes) else list(obj)
+    return link_shared(objects, private_path(target), flags=_LINK_FLAGS)
 
 
 class _Environment:
