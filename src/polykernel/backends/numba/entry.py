@@ -62,24 +62,38 @@ def _value(context: Any, b: Builder, src: Source, args: KernelArgs) -> Any:
 
 
 def _array(context: Any, b: Builder, aryty: Any, data, dims) -> ir.Value:
-    """A C-contiguous Numba array over ``data`` with shape ``dims``."""
-    from numba.core import cgutils
-    from numba.np.arrayobj import populate_array
+    """A C-contiguous Numba array over ``data`` with shape ``dims``.
 
-    ary = context.make_array(aryty)(context, b)
+    Built as ``context.make_array`` and ``numba.np.arrayobj.populate_array`` build
+    one for a plain array type (the same fields set in the same order, so the same
+    IR), without asking Numba's context for an ``__array__`` conversion or a
+    constant: either lookup loads all of Numba's registries (~300 ms, scipy.linalg
+    included), and :mod:`.ahead` builds this IR before they are loaded, to start its
+    thread that much sooner."""
+    from numba.core import cgutils
+
+    ary = cgutils.create_struct_proxy(aryty)(context, b)
+    intp = context.get_value_type(_intp())
     itemsize = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
     strides, step = [], ir.Constant(I64, itemsize)
     for d in reversed(dims):
         strides.insert(0, step)
         step = b.mul(step, d)
-    populate_array(
-        ary,
-        data=b.bitcast(data, ary.data.type),
-        shape=cgutils.pack_array(b, list(dims), ty=I64),
-        strides=cgutils.pack_array(b, strides, ty=I64),
-        itemsize=context.get_constant(_intp(), itemsize),
-        meminfo=None,
-    )
+    nitems = ir.Constant(intp, 1)
+    for d in dims:
+        nitems = b.mul(nitems, d, flags=["nsw"])
+    model = ary._datamodel
+    fields = {
+        "shape": cgutils.pack_array(b, list(dims), ty=I64),
+        "strides": cgutils.pack_array(b, strides, ty=I64),
+        "data": b.bitcast(data, ary.data.type),
+        "itemsize": ir.Constant(intp, itemsize),
+        "meminfo": ir.Constant(context.get_value_type(model.get_type("meminfo")), None),
+        "parent": ir.Constant(context.get_value_type(model.get_type("parent")), None),
+        "nitems": nitems,
+    }
+    for name, value in fields.items():
+        setattr(ary, name, value)
     return ary._getvalue()
 
 
