@@ -368,8 +368,13 @@ def test_dispatch_reports_the_launch_parameters_the_call_passes():
 
 
 def test_two_candidates_that_are_one_kernel_leave_the_default_the_winner():
+    """Three passes: on a machine the suite's other worker loads, one pass can
+    catch the default while that worker holds both cores (it measured 2x there once,
+    its twin 1x); over two passes that alone decides, over three it is a tie."""
     op = make_op("faults.same", variants=("a", "c"), reference=False)
-    report = op.tune(platform="cpu", configs=configs((100_000,)), **FAST)
+    report = op.tune(
+        platform="cpu", configs=configs((100_000,)), **FAST | {"passes": 3}
+    )
     (entry,) = table.entries_for(op.name)
     assert entry.default == Choice.of("numba", {"variant": "a"})
     assert entry.winner == entry.default, report.table()
