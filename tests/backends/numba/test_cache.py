@@ -5,28 +5,19 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from numba_events import counting_compiles
 from subprocess_support import last_json, run_python
 
-SCRIPT = textwrap.dedent(
-    """
+SCRIPT = counting_compiles(
+    textwrap.dedent(
+        """
     import json, time
     t0 = time.perf_counter()
     import jax, jax.numpy as jnp, numba, numpy as np
     jax.devices("cpu")
     from polykernel.backends.numba import build as _numba_build
     from polykernel.backends.numba import numba_kernel
-    from numba.core import event
-
-    compiled = []  # the user's kernels Numba compiled here, by any dispatcher
-
-    class Compiles(event.Listener):
-        def on_start(self, ev):
-            compiled.append(ev.data["dispatcher"].py_func.__name__)
-
-        def on_end(self, ev):
-            pass
-
-    event.register("numba:compile", Compiles())
+    # COUNT_COMPILES: `compiled`, what Numba compiled here (numba_events)
 
     @numba.njit
     def add(x, y, out):
@@ -51,6 +42,7 @@ SCRIPT = textwrap.dedent(
     print(json.dumps({"first_call_s": t2 - t1, "origins": origins,
                       "kernel_compiled": mine}))
     """
+    )
 )
 
 

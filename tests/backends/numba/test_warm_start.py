@@ -12,28 +12,19 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from numba_events import counting_compiles
 from subprocess_support import last_json, run_python
 
 pytest.importorskip("numba")
 
-CHILD = textwrap.dedent(
-    """
+CHILD = counting_compiles(
+    textwrap.dedent(
+        """
     import json, subprocess, sys
     import jax, jax.numpy as jnp, numba, numpy as np
     import polykernel as pk
     from polykernel.backends.numba import build
-    from numba.core import event
-
-    compiled = []  # what Numba compiled here, by any dispatcher (private copies too)
-
-    class Compiles(event.Listener):
-        def on_start(self, ev):
-            compiled.append(ev.data["dispatcher"].py_func.__name__)
-
-        def on_end(self, ev):
-            pass
-
-    event.register("numba:compile", Compiles())
+    # COUNT_COMPILES: `compiled`, what Numba compiled here (numba_events)
 
     @numba.njit
     def add(x, y, out):
@@ -90,6 +81,7 @@ CHILD = textwrap.dedent(
         "compiled": sorted(n for n in compiled if n in ("add", "total")),
     }))
     """
+    )
 )
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "Artifact",
     "containment_problems",
     "external_symbols",
+    "internalise_all_but",
     "link_artifact",
     "load_object",
     "unresolved",
@@ -86,6 +87,22 @@ def optimise_handler(module: Any, tm: Any, run: Any = None) -> None:
         run(mpm, module, pb)
 
 
+def internalise_all_but(module: Any, keep: tuple[str, ...], tm: Any) -> None:
+    """Internal linkage for every definition of ``module`` not named in ``keep``
+    (LLVM's intrinsics aside), then drop what nothing reachable uses."""
+    import llvmlite.binding as ll
+
+    for value in (*module.functions, *module.global_variables):
+        if value.is_declaration or value.name in keep:
+            continue
+        if value.name.startswith("llvm."):
+            continue
+        value.linkage = "internal"
+    mpm = ll.create_new_module_pass_manager()
+    mpm.add_global_dead_code_eliminate_pass()
+    mpm.run(module, _pass_builder(tm, 0))
+
+
 def link_artifact(
     codegen: Any, handler_ir: Any, entry: str, kernel_library: Any | None
 ) -> Artifact:
@@ -105,16 +122,7 @@ def link_artifact(
         optimise_handler(module, codegen._tm)
     if kernel_library is not None:
         module.link_in(kernel_library._get_module_for_linking(), preserve=True)
-    for value in (*module.functions, *module.global_variables):
-        if value.is_declaration or value.name == entry:
-            continue
-        if value.name.startswith("llvm."):
-            continue
-        value.linkage = "internal"
-    pb = _pass_builder(codegen._tm, 0)
-    mpm = ll.create_new_module_pass_manager()
-    mpm.add_global_dead_code_eliminate_pass()
-    mpm.run(module, pb)
+    internalise_all_but(module, (entry,), codegen._tm)
     module = name_threading_functions(module)
     artifact = Artifact(module, entry)
     if kernel_library is not None:

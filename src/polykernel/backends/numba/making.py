@@ -141,15 +141,15 @@ def build(
             )
             artifact = link_artifact(gen, handler_ir, target, None)
         externals = external_symbols(artifact.module)
-        shared_obj: list[bytes] | None = None
+        objects: list[bytes] | None = None
         if artifact.self_contained:
             why = _shared_refused(externals, unsupported, linker_available)
             if why is None:
-                shared_obj = _objects(gen, artifact, optimised, binding)
+                objects = _objects(gen, artifact, optimised, binding)
             else:
                 log.debug("numba_kernel '%s': loaded by Numba's JIT: %s", label, why)
-    if shared_obj is not None:  # linked outside the lock: a compiler process
-        handler = _shared(shared_obj, artifact, target, label, sig, externals,
+    if objects is not None:  # linked outside the lock: a compiler process
+        handler = _shared(objects, artifact, target, label, sig, externals,
                           cacheable)  # fmt: skip
         if handler is not None:
             return handler
@@ -210,7 +210,7 @@ def _shared_refused(externals: list, unsupported: Any, linker: Any) -> str | Non
 
 
 def _shared(
-    obj: list[bytes], artifact: Any, target: str, label: str, sig: Signature,
+    objects: list[bytes], artifact: Any, target: str, label: str, sig: Signature,
     externals: list, cacheable: bool,
 ) -> Handler | None:  # fmt: skip
     """Link, load (here first: a library that does not load is never cached) and
@@ -221,7 +221,7 @@ def _shared(
     from .shared import link_handler, load_handler
 
     try:
-        path = link_handler(obj, target)
+        path = link_handler(objects, target)
         owner, address = load_handler(path, target, artifact.environments)
     except (CompilationError, KernelLoadError) as err:
         log.debug("numba_kernel '%s': loaded by Numba's JIT: %s", label, err)

@@ -31,20 +31,6 @@ def kernel_alias(entry: str) -> str:
     return f"{entry}.kernel"
 
 
-def _internalise_all_but(module: Any, keep: tuple[str, ...], tm: Any) -> None:
-    """Internal linkage for every definition not in ``keep``, then drop the dead."""
-    import llvmlite.binding as ll
-
-    for value in (*module.functions, *module.global_variables):
-        if value.is_declaration or value.name in keep or value.name.startswith("llvm."):
-            continue
-        value.linkage = "internal"
-    pto = ll.create_pipeline_tuning_options(speed_level=0)
-    mpm = ll.create_new_module_pass_manager()
-    mpm.add_global_dead_code_eliminate_pass()
-    mpm.run(module, ll.create_pass_builder(tm, pto))
-
-
 def handler_object(
     module: Any, entry: str, kernel_symbol: str, tm: Any, emit: Any = None
 ) -> bytes | None:
@@ -53,13 +39,13 @@ def handler_object(
     Numba's helpers renamed to the runtime library's; None when the module is not
     self-contained. ``tm``: a position-independent target machine of this thread;
     ``emit(tm, module)`` generates the code (default: ``tm.emit_object``)."""
-    from .artifact import containment_problems
+    from .artifact import containment_problems, internalise_all_but
     from .rewrite import use_runtime
 
     kernel = module.get_function(kernel_symbol)
     kernel.name = kernel_alias(entry)
     kernel.visibility = "hidden"  # defined in this library: a direct call
-    _internalise_all_but(module, (entry,), tm)
+    internalise_all_but(module, (entry,), tm)
     use_runtime(module)
     if containment_problems(module, entry):
         return None
@@ -73,7 +59,7 @@ def kernel_object(codegen: Any, artefact: Any, kernel_symbol: str) -> bytes | No
     self-contained."""
     import llvmlite.binding as ll
 
-    from .artifact import containment_problems
+    from .artifact import containment_problems, internalise_all_but
     from .rewrite import use_runtime
     from .shared import pic_target_machine
 
@@ -90,11 +76,8 @@ def kernel_object(codegen: Any, artefact: Any, kernel_symbol: str) -> bytes | No
     copy.get_function(entry).linkage = "internal"
     envs = tuple(name for name, _ in artefact.environments)
     tm = pic_target_machine(codegen)
-    _internalise_all_but(copy, (alias, *envs), tm)
+    internalise_all_but(copy, (alias, *envs), tm)
     use_runtime(copy)
     if containment_problems(copy, entry, exported=(alias,)):
-        return None
-    names = {fn.name for fn in copy.functions if not fn.is_declaration}
-    if alias not in names or entry in names:
         return None
     return bytes(tm.emit_object(copy))

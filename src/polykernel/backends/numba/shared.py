@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,9 +104,9 @@ def private_copy(data: bytes, target: str) -> Path:
     return path
 
 
-def link_handler(obj: bytes | list[bytes], target: str) -> Path:
-    """Link the handler object ``obj`` (or objects: :mod:`.parts`) into a shared
-    object in the private folder; its path.
+def link_handler(objects: Sequence[bytes], target: str) -> Path:
+    """Link the handler's object files (one, or the handler's and the kernel's:
+    :mod:`.parts`) into a shared object in the private folder; its path.
 
     Raises:
         HostCompilerNotFoundError: no C compiler driver is installed.
@@ -113,7 +114,6 @@ def link_handler(obj: bytes | list[bytes], target: str) -> Path:
     """
     from ...native.link import link_shared
 
-    objects = [obj] if isinstance(obj, bytes) else list(obj)
     return link_shared(objects, private_path(target), flags=_LINK_FLAGS)
 
 
