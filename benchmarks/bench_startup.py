@@ -20,10 +20,14 @@ interleaved round by round, so a drift of the machine meets all of them alike;
 the table gives medians and spreads (IQR / median) per phase and polykernel's
 share of the first result: the kernel's trace + lower + compile + launch minus
 the baseline's, as measured and without the time Python's garbage collector ran
-in it. A full collection of a JAX process's heap costs ~60-70 ms here and comes
-once the process has allocated enough: a few more objects on the kernel's path
-(imports of a backend's modules) bring it forward into the first result, where the
-baseline's falls just after; both figures are printed. It also lists the compiler
+in it. Each process collects its heap once at the end of the import phase (as
+``timeit`` keeps the collector out of what it times): a full collection of a JAX
+process's heap costs ~50-70 ms here and comes once enough objects have been kept
+since the last one, so without it the import's own garbage made one fall inside
+one program's first result and just outside the other's, by a few hundred objects.
+What a first result does add to the next collection is printed instead: the
+objects it keeps (alive after a collection at its end), kernel and baseline. It
+also lists the compiler
 packages (numba, llvmlite, warp, triton) a filled-cache process imported beyond
 those the user's module imported
 itself, and the compiler processes it started.
@@ -166,6 +170,8 @@ def child(platform: str, backend: str, kind: str, dry: bool = False) -> None:
         x = jax.device_put(x, device).block_until_ready()
     compilers = COMPILERS[platform]
     user_modules = {m for m in compilers if m in sys.modules}
+    gc.collect()  # the window starts from a collected heap (see the docstring)
+    tracked = len(gc.get_objects())
     spec = jax.ShapeDtypeStruct(x.shape, x.dtype)
 
     def kernel(a, b):
@@ -205,13 +211,15 @@ def child(platform: str, backend: str, kind: str, dry: bool = False) -> None:
     marks["launch"] = time.perf_counter() - t
     collections.phase = "after"
     gc_ms = {p: collections.ms[p] for p in PHASES}
+    gc.collect()
+    kept = len(gc.get_objects()) - tracked
     assert float(np.asarray(out)[0]) == 3.0
     if device is not None:
         assert {d.platform for d in out.devices()} == {"gpu"}, out.devices()
     extra = sorted(m for m in compilers if m in sys.modules and m not in user_modules)
     print(json.dumps({"marks": marks, "imported": extra, "spawned": spawned,
                       "device": device.device_kind if device else None,
-                      "gc_ms": gc_ms}))  # fmt: skip
+                      "gc_ms": gc_ms, "kept": kept}))  # fmt: skip
     del jnp
 
 
@@ -347,6 +355,7 @@ def _rows(runs: dict) -> list[dict]:
                 for r in results]  # fmt: skip
         row["gc"] = _stats(gc_s)
         row["without gc"] = _stats([f - g for f, g in zip(first, gc_s, strict=True)])
+        row["kept"] = statistics.median(r.get("kept", 0) for r in results)
         row["process"] = _stats([r["process"] for r in results])
         row["imported"] = sorted({m for r in results for m in r["imported"]})
         row["spawned"] = sorted({s for r in results for s in r["spawned"]})
@@ -377,14 +386,16 @@ def _report(rows: list[dict], backends: list[str], gpu: bool) -> None:
             share = (k["first result"][0] - b["first result"][0]) * 1e3
             bare = (k["without gc"][0] - b["without gc"][0]) * 1e3
             print(f"  {backend:<15}{cache:<7}{share:8.1f} ms  ({bare:.1f} ms without "
-                  f"garbage collection; it ran {k['gc'][0] * 1e3:.0f} / "
+                  f"garbage collection)")  # fmt: skip
+            print(f"  {'':<22}the collector ran {k['gc'][0] * 1e3:.0f} / "
                   f"{b['gc'][0] * 1e3:.0f} ms in the kernel's / baseline's first "
-                  f"result)")  # fmt: skip
+                  f"result")  # fmt: skip
             print(f"  {'':<22}imported beyond the user's: {k['imported'] or 'none'}; "
                   f"processes started: {k['spawned'] or 'none'}")  # fmt: skip
-    print("  (A full collection of a JAX process's heap takes ~60-70 ms on this "
-          "machine; allocating a\n  few more objects makes it fall before the "
-          "first result instead of just after it.)")
+            print(f"  {'':<22}objects kept by the first result: {k['kept']:.0f} "
+                  f"(baseline {b['kept']:.0f})")  # fmt: skip
+    print("  (Each process collects once before the first result; the objects it "
+          "keeps bring the\n  process's next full collection nearer by as many.)")
 
 
 def _save(path: str | None, platform: str, rows: list[dict], meta: dict) -> None:
