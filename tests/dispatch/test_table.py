@@ -9,11 +9,13 @@ import importlib
 import importlib.metadata
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
 import textwrap
 import types
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -126,6 +128,46 @@ def test_a_shipped_table_must_be_a_path():
         r"os.PathLike\), got int: 42\.",
     ):
         table.register_shipped(42)  # type: ignore[arg-type]
+
+
+def test_a_shipped_table_parses_each_primitive_when_it_is_first_asked_for(
+    tmp_path, shipped, monkeypatch
+):
+    used, broken = make("dispatch.table.used"), make("dispatch.table.broken")
+    good = entry(used, (N,), "numba", {"block": 4}).to_json()
+    ship = tmp_path / "ship.json"
+    ship.write_text(json.dumps({**FORMAT, "entries": {
+        used.name: [good],
+        broken.name: [entry(broken, (N,), "numba", {"block": 4}).to_json(),
+                      {**entry(broken, (N,), "numba", {}).to_json(), "bucket": "x"}],
+    }}))  # fmt: skip
+    used.def_tuned_table(ship)
+    broken.def_tuned_table(ship)
+    parsed: list[str] = []
+    real = table.Entry.from_json
+
+    def counting(primitive, raw, source):
+        parsed.append(primitive)
+        return real(primitive, raw, source)
+
+    monkeypatch.setattr(table.Entry, "from_json", staticmethod(counting))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the broken primitive's entry is not read
+        d = used.dispatch(spec(), outs=spec(), platform="cpu")
+    assert d.entry is not None and d.params == {"block": 4}
+    assert parsed == [used.name]
+    assert set(table.read_table(ship).entries) == {used.name, broken.name}
+    assert parsed == [used.name]  # naming the primitives parses none
+    with pytest.warns(pk.TuningWarning, match=re.escape(
+            f"polykernel tuned table {ship}: 1 malformed entry skipped (first: "
+            f"{broken.name}: bucket must be a list of ints); its other entries "
+            f"are used")):  # fmt: skip
+        d = broken.dispatch(spec(), outs=spec(), platform="cpu")
+    assert d.entry is not None and d.params == {"block": 4}
+    assert parsed == [used.name, broken.name, broken.name]
+    used.dispatch(spec(), outs=spec(), platform="cpu")
+    broken.dispatch(spec(), outs=spec(), platform="cpu")
+    assert len(parsed) == 3  # each primitive parsed once
 
 
 def test_tune_show_lists_user_and_shipped_entries_fresh_or_stale(
