@@ -156,7 +156,8 @@ def test_a_shipped_table_parses_each_primitive_when_it_is_first_asked_for(
         d = used.dispatch(spec(), outs=spec(), platform="cpu")
     assert d.entry is not None and d.params == {"block": 4}
     assert parsed == [used.name]
-    assert set(table.read_table(ship).entries) == {used.name, broken.name}
+    entries = table.read_table(ship).entries
+    assert set(entries) == {used.name, broken.name} and broken.name in entries
     assert parsed == [used.name]  # naming the primitives parses none
     with pytest.warns(pk.TuningWarning, match=re.escape(
             f"polykernel tuned table {ship}: 1 malformed entry skipped (first: "

@@ -195,6 +195,9 @@ class _Primitives(Mapping[str, tuple[Entry, ...]]):
                 self._parsed[name] = found
         return found
 
+    def __contains__(self, name: object) -> bool:  # Mapping's would parse it
+        return name in self._names
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
 
