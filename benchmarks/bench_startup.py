@@ -24,10 +24,10 @@ in it. Each process collects its heap once at the end of the import phase (as
 ``timeit`` keeps the collector out of what it times): a full collection of a JAX
 process's heap costs ~50-70 ms here and comes once enough objects have been kept
 since the last one, so without it the import's own garbage made one fall inside
-one program's first result and just outside the other's, by a few hundred objects.
-What a first result does add to the next collection is printed instead: the
-objects it keeps (alive after a collection at its end), kernel and baseline. It
-also lists the compiler
+one program's first result and just outside the other's, by a couple of thousand
+objects. What a first result does add to the next collection is printed instead:
+the objects it keeps (alive after a collection at its end), kernel and baseline.
+It also lists the compiler
 packages (numba, llvmlite, warp, triton) a filled-cache process imported beyond
 those the user's module imported
 itself, and the compiler processes it started.
