@@ -105,6 +105,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    from suite_order import longest_first
+
+    longest_first(items)
     # GPU launch tests run where JAX sees a GPU (make test-gpu); elsewhere they are
     # skipped, and their compile-only twins still run.
     if _gpu_devices():

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import zygote
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 #: Every script with a command line (bench_native.py has none: it just runs).
@@ -64,7 +65,8 @@ def test_every_benchmark_run_directory_is_removed_when_its_process_exits(
 @pytest.mark.slow
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_a_benchmark_script_starts(run_env, script):
-    done = _run(run_env, script, "--help")
+    # A child of the test process's zygote: as `python SCRIPT --help` runs.
+    done = zygote.run([script, "--help"], env=run_env, cwd=BENCHMARKS, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "usage:" in done.stdout
 

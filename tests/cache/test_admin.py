@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+import zygote
 
 from polykernel.cache import admin as cache_admin
 from polykernel.cache.locks import entry_lock
@@ -80,13 +80,8 @@ def test_size_cap_from_the_environment(root, monkeypatch):
 
 
 def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "polykernel.cli", "cache", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # A child of the test process's zygote: as `python -m polykernel.cli` runs.
+    return zygote.run(["-m", "polykernel.cli", "cache", *args], env=env, timeout=120)
 
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from subprocess_support import last_json, run_python
+import zygote
+from subprocess_support import last_json
 
 import polykernel as pk
 from polykernel.cache.entries import META, publish_entry, read_entry
@@ -209,7 +210,10 @@ def test_only_regular_files_are_opened(
     make(path)
     env = {**run_env, "POLYKERNEL_CACHE_DIR": str(fresh_cache)}
     # A read that waits on the FIFO would hang: the child's timeout fails the test.
-    out = last_json(run_python("-c", CHILD, section, KEY, action, env=env, timeout=90))
+    # A child of the test process's zygote, as `python -c` runs.
+    proc = zygote.run(["-c", CHILD, section, KEY, action], env=env, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = last_json(proc.stdout)
     assert out["result"] == result
     if cause is None:
         assert out["warnings"] == []

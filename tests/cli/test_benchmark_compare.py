@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import textwrap
 
 import pytest
+import zygote
 
 from polykernel import BenchmarkRecord
 from polykernel.benchmark.regression import AUTO, compare_records, format_comparison
@@ -180,11 +180,10 @@ def run(tmp_path, run_env):
     # Nine runs: with three, one slow run on a loaded machine (CI: load average 3)
     # puts the IQR above the median, and a 40x change reads "within spread".
     def benchmark(*args: str) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "polykernel.cli", "benchmark", "--no-catalog",
+        cmd = ["-m", "polykernel.cli", "benchmark", "--no-catalog",
                "--module", "compare_ops.py", "--n-runs", "9", "--n-warmup", "2",
                "--target-spread", "0", "--no-progress", *args]  # fmt: skip
-        return subprocess.run(cmd, env=run_env, cwd=tmp_path, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+        return zygote.run(cmd, env=run_env, cwd=tmp_path, timeout=300)
 
     return benchmark
 
@@ -301,12 +300,11 @@ def test_identical_code_twice_passes_and_a_kernel_slowed_by_half_fails(
     (tmp_path / "work_ops.py").write_text(WORK_MODULE)
 
     def benchmark(reps: int, *args: str, first=None) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "polykernel.cli", "benchmark", "--no-catalog",
+        cmd = ["-m", "polykernel.cli", "benchmark", "--no-catalog",
                "--module", "work_ops.py", "--no-progress", *args]  # fmt: skip
         env = run_env | {"COMPARE_REPS": str(reps),
                          "COMPARE_REPS_FIRST": str(first or reps)}  # fmt: skip
-        return subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+        return zygote.run(cmd, env=env, cwd=tmp_path, timeout=300)
 
     first = benchmark(32, "-o", "old.json")
     assert first.returncode == 0, first.stdout + first.stderr

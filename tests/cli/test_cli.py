@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import zygote
 
 PRIMS = textwrap.dedent(
     """
@@ -52,14 +53,8 @@ def env(run_env, tmp_path):
 
 
 def pk(env, *args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "polykernel.cli", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # A child of the test process's zygote: as `python -m polykernel.cli` would run.
+    return zygote.run(["-m", "polykernel.cli", *args], env=env, cwd=cwd, timeout=120)
 
 
 def benchmark(env, *args):

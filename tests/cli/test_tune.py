@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import textwrap
 
 import pytest
+import zygote
 from subprocess_support import SUPPORT
 
 MODULE = textwrap.dedent(
@@ -35,14 +35,9 @@ def cli(tmp_path, run_env):
     env = {**run_env, "POLYKERNEL_CONFIG_DIR": str(tmp_path / "config")}
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "polykernel.cli", "tune", *args],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        # A child of the test process's zygote: as `python -m polykernel.cli` runs.
+        argv = ["-m", "polykernel.cli", "tune", *args]
+        return zygote.run(argv, env=env, cwd=tmp_path, timeout=300)
 
     run.target = str(target)  # type: ignore[attr-defined]
     run.config = tmp_path / "config"  # type: ignore[attr-defined]

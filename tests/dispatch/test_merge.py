@@ -5,11 +5,12 @@ table's entry for each case."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import zygote
 
 from polykernel.dispatch.merge import case_of, merge_tables, union
 from polykernel.dispatch.table import read_table
@@ -85,8 +86,9 @@ def test_union_takes_the_first_tables_entry_per_case():
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "polykernel", "tune", *args],
-                          capture_output=True, text=True, cwd=cwd)  # fmt: skip
+    # A child of the test process's zygote: as `python -m polykernel` runs.
+    argv = ["-m", "polykernel", "tune", *args]
+    return zygote.run(argv, env=dict(os.environ), cwd=cwd)
 
 
 @pytest.mark.slow  # over 2 s in make test-fast (processes, compiles)

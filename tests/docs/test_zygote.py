@@ -45,7 +45,7 @@ def test_each_script_runs_in_a_fresh_process_of_its_own(run_env, tmp_path):
         # PYTEST_CURRENT_TEST differs per test; the same zygote serves both.
         env = dict(run_env, ZYGOTE_TEST="given", PYTEST_CURRENT_TEST=f"run {n}")
         proc = run_script(script, "a", str(n), env=env, cwd=cwd)
-        served_by.add(id(zygote._current))
+        served_by.add(id(zygote.zygotes["full"]))
         assert proc.returncode == 0, proc.stderr
         runs.append(json.loads(proc.stdout))
         assert runs[-1] == {
@@ -102,7 +102,86 @@ def test_a_script_past_its_timeout_is_killed_and_the_next_one_runs(run_env, tmp_
 def test_another_environment_gets_a_zygote_that_imported_under_it(run_env, tmp_path):
     script = _script(tmp_path, "import jax\nprint(jax.config.jax_enable_x64)\n")
     assert run_script(script, env=run_env).stdout == "False\n"
-    first = zygote._current
+    first = zygote.zygotes["full"]
     # JAX reads JAX_ENABLE_X64 when it is imported, in the zygote.
     assert run_script(script, env=dict(run_env, JAX_ENABLE_X64="1")).stdout == "True\n"
-    assert zygote._current is not first
+    assert zygote.zygotes["full"] is not first
+
+
+# What a zygote's preload reads from the environment while it is imported: every
+# read of os.environ by name, traced in a fresh process. Listing it is not reading
+# each variable (Numba lists it for the names that start with NUMBA_).
+TRACE_READS = """
+import importlib, json, os, sys
+read, listing = set(), []
+class Traced(type(os.environ)):
+    def __iter__(self):
+        listing.append(1)
+        try:
+            yield from super().__iter__()
+        finally:
+            listing.pop()
+    def __getitem__(self, key):
+        if not listing:
+            read.add(key)
+        return super().__getitem__(key)
+    def __contains__(self, key):
+        read.add(key)
+        return super().__contains__(key)
+os.environ.__class__ = Traced
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print(json.dumps(sorted(read)))
+"""
+
+
+@pytest.mark.parametrize("kind", sorted(zygote.PRELOADS))
+def test_no_variable_a_child_gets_its_own_of_is_read_by_the_preload(kind, run_env):
+    proc = subprocess.run(
+        [sys.executable, "-c", TRACE_READS, *zygote.PRELOADS[kind]],
+        env=run_env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    read = json.loads(proc.stdout.splitlines()[-1])
+    assert any(name.startswith("JAX_") for name in read)  # the trace sees reads
+    assert [name for name in read if zygote.per_child(name, kind)] == []
+
+
+SHOW = "import json, sys; print(json.dumps([sys.argv, sys.path, sys.stdin.read(), {}]))"
+
+
+def _fresh_and_forked(argv, env, cwd, input=None):
+    """``python *argv`` run fresh and by the ``jax`` zygote: their outputs."""
+    fresh = subprocess.run([sys.executable, *argv], env=env, cwd=cwd, input=input,
+                           capture_output=True, text=True)  # fmt: skip
+    forked = zygote.run(argv, env=env, cwd=cwd, input=input)
+    for proc in (fresh, forked):
+        assert proc.returncode == 0, proc.stderr
+    return fresh.stdout, forked.stdout
+
+
+def test_run_gives_code_and_modules_the_argv_path_and_stdin_of_a_fresh_python(
+    run_env, tmp_path
+):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "shown.py").write_text(SHOW.replace("{}", "__name__"))
+    for n, pythonpath in enumerate((str(lib), f"{lib}{os.pathsep}{tmp_path}")):
+        env = dict(run_env, PYTHONPATH=pythonpath, NUMBA_NUM_THREADS=str(n + 1))
+        for argv in (["-c", SHOW.replace("{}", "'__file__' in globals()"), "x"],
+                     ["-m", "shown", "y", "z"]):  # fmt: skip
+            fresh, forked = _fresh_and_forked(argv, env, tmp_path, input="given\n")
+            assert json.loads(forked) == json.loads(fresh)
+        # Numba is not preloaded: a child imports it under its own settings.
+        code = ("import sys; print('numba' in sys.modules); import numba; "
+                "print(numba.config.NUMBA_NUM_THREADS)")  # fmt: skip
+        out = zygote.run(["-c", code], env=env, cwd=tmp_path).stdout
+        assert out == f"False\n{n + 1}\n"
+    assert len({id(z) for z in zygote.zygotes.values()}) == len(zygote.zygotes)
+
+
+def test_run_exits_as_python_does(run_env, tmp_path):
+    for code, status in (("raise ValueError('bad')", 1), ("raise SystemExit(4)", 4)):
+        proc = zygote.run(["-c", code], env=run_env, cwd=tmp_path)
+        assert proc.returncode == status
+    assert "ValueError: bad" in zygote.run(["-c", "raise ValueError('bad')"],
+                                           env=run_env).stderr  # fmt: skip

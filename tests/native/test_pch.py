@@ -13,12 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import zygote
 
 from polykernel.native import pch
 from polykernel.native.toolchain import find_host_compiler, is_gcc
@@ -59,10 +58,10 @@ CHILD = textwrap.dedent(
 def _run(run_env: dict, cache: Path, *specs: str, src: str = SRC,
          env: dict | None = None) -> tuple[list[dict], str]:  # fmt: skip
     """Load each ``name:K[:flag...]`` in one new process; (results, all output)."""
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, *specs], input=src,
+    proc = zygote.run(  # a child of the test process's zygote, as `python -c`
+        ["-c", CHILD, *specs], input=src,
         env={**run_env, "POLYKERNEL_CACHE_DIR": str(cache), **(env or {})},
-        capture_output=True, text=True, timeout=300,
+        timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = [json.loads(line) for line in proc.stdout.splitlines()

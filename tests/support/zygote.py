@@ -1,16 +1,16 @@
 """A fork server ("zygote"): scripts run in fresh processes without paying the imports.
 
 Starting a Python process that imports NumPy, JAX, Numba and polykernel costs about
-1.5 s of CPU on our 2-core test machine, and the docs pages and examples start
-about 45 such processes per run (each block of a page in a process of its own,
-``docs_pages.py``; each script of examples/). The zygote imports those packages
-once and forks one child per script. The child gets its own working directory,
-environment, stdout and stderr files, stdin from ``/dev/null``, ``sys.argv`` and
-the script's folder as ``sys.path[0]``; it runs the script as ``__main__``
-(``runpy``) and exits the way ``python SCRIPT`` does (an uncaught exception: its
-traceback, exit 1). So each script still runs on its own, in a fresh process with
-an empty namespace and no JAX backend or compiled program yet; all it shares with
-the others is modules already imported.
+1.5 s of CPU on our 2-core test machine, and the docs pages and examples start about
+45 such processes per run (each block of a page in a process of its own,
+``docs_pages.py``; each script of examples/). The zygote imports those packages once
+and forks one child per script. The child gets its own working directory,
+environment, stdout and stderr files, stdin from ``/dev/null`` (or the text given),
+``sys.argv`` and the script's folder as ``sys.path[0]``; it runs the script as
+``__main__`` (``runpy``) and exits the way ``python SCRIPT`` does (an uncaught
+exception: its traceback, exit 1). So each script still runs on its own, in a fresh
+process with an empty namespace and no JAX backend or compiled program yet; all it
+shares with the others is modules already imported.
 
 Why forking is safe here (``_check_fork_safe``, before every fork; a failure is an
 error, not a fallback): the zygote imports those packages and starts nothing: no
@@ -21,15 +21,27 @@ it, so one empty fork is made at start, before counting.
 
 What differs from a fresh ``python SCRIPT``: packages read some environment
 variables at import, so a zygote serves one environment (``run_script`` starts
-another for another environment; ``PER_CHILD`` variables aside), and a script that
+another for another environment; :func:`per_child` variables aside), and a script that
 set such a variable in ``os.environ`` before importing the package would not be
 heard (none of ours does); the children share the zygote's ``str`` hash seed
 (``PYTHONHASHSEED``: a test that needs another sets it, and gets another zygote).
 A warning those imports print goes to the zygote's log, not to the script's
 stderr. The zygote runs one child at a time: not for scripts meant to run at once.
+The children share its memory layout too (libraries it loaded are at the same
+addresses in each): a test of what loads in *another* process starts a real one.
 
-``python zygote.py`` is the server (requests on stdin, replies on stdout, one JSON
-line each); tests call ``run_script``.
+Two kinds of zygote (:data:`PRELOADS`): ``full`` for the docs pages and examples,
+and ``jax`` (no Numba) for commands and child scripts that tests start one after
+another: ``python -m polykernel.cli ...``, ``python -c CODE`` (:func:`run`). Either
+serves requests whatever their ``POLYKERNEL_*``, ``WARP_*``, ``TRITON_*`` and
+``PYTHONPATH``, a ``jax`` one whatever their ``NUMBA_*`` too (:func:`per_child`): no
+package it imported reads them at import (``tests/docs/test_zygote.py`` traces
+that), and a child's ``sys.path`` is rebuilt from its own ``PYTHONPATH`` as Python
+would. Not for what a fresh interpreter itself is tested for: what importing a
+module imports or starts, or an identity that must hold across hash seeds.
+
+``python zygote.py KIND`` is the server (requests on stdin, replies on stdout, one
+JSON line each); tests call ``run_script`` or ``run``.
 """
 
 from __future__ import annotations
@@ -44,11 +56,27 @@ import sys
 import tempfile
 from pathlib import Path
 
-#: What the zygote imports before it forks: what the docs blocks and examples import.
-PRELOAD = ("numpy", "jax", "jax.numpy", "numba", "polykernel")
+#: What each kind of zygote imports before it forks: ``full``, what the docs blocks
+#: and examples import; ``jax``, all but Numba (a child imports it under its own
+#: ``NUMBA_*`` settings).
+PRELOADS = {
+    "full": ("numpy", "jax", "jax.numpy", "numba", "polykernel"),
+    "jax": ("numpy", "jax", "jax.numpy", "polykernel"),
+}
 #: Variables no package reads at import: a child gets the request's value, and a
 #: zygote serves requests that differ only in these (pytest sets the first per test).
 PER_CHILD = frozenset({"PYTEST_CURRENT_TEST"})
+#: Beyond those, by kind: prefixes of variables its preload does not read at import
+#: (pinned by a test that traces every read), and ``PYTHONPATH`` (see ``_path``).
+_LAZY = {
+    "full": ("POLYKERNEL_", "WARP_", "TRITON_"),
+    "jax": ("POLYKERNEL_", "WARP_", "TRITON_", "NUMBA_"),
+}
+
+
+def per_child(name: str, kind: str) -> bool:
+    """Whether a ``kind`` zygote gives each child its own value of variable ``name``."""
+    return name in PER_CHILD or name == "PYTHONPATH" or name.startswith(_LAZY[kind])
 
 
 # -- the server ------------------------------------------------------------------
@@ -96,31 +124,74 @@ def _serve(requests, replies) -> dict | None:
     return None
 
 
-def _become(request: dict) -> str:
-    """In the child: the script's directory, files, argv and path; its path."""
-    os.chdir(request["cwd"])
+def _entries(pythonpath: str | None) -> list[str]:
+    """``sys.path``'s entries from ``PYTHONPATH``, as Python's start-up makes them."""
+    return [os.path.abspath(p) for p in (pythonpath or "").split(os.pathsep) if p]
+
+
+def _path(first: str, pythonpath: str | None) -> None:
+    """``sys.path`` as ``python`` started with ``pythonpath`` makes it: ``first``
+    (the script's folder, the working directory for ``-m``, ``""`` for ``-c``),
+    those entries, then the rest as the zygote started (checked at its start)."""
+    ours = _entries(os.environ.get("PYTHONPATH"))
+    sys.path[: 1 + len(ours)] = [first, *_entries(pythonpath)]
+
+
+def _become(request: dict) -> tuple[str, str]:
+    """In the child: the request's directory, files, argv, environment and path;
+    how to run it (``script``, ``module`` or ``code``) and what."""
+    os.chdir(request["cwd"])  # first: a script's path may be relative to it
+    argv = list(request["argv"])
+    if argv[0] == "-m":
+        how, what, argv = "module", argv[1], argv[1:]  # runpy sets argv[0]
+        first = os.path.realpath(request["cwd"])
+    elif argv[0] == "-c":
+        how, what, argv = "code", argv[1], ["-c", *argv[2:]]
+        first = ""
+    else:
+        how, what = "script", argv[0]
+        first = os.path.dirname(os.path.realpath(argv[0]))
+    _path(first, request["env"].get("PYTHONPATH"))
     os.environ.clear()
     os.environ.update(request["env"])
     for fd, path, flags in (
-        (0, os.devnull, os.O_RDONLY),
+        (0, request.get("stdin") or os.devnull, os.O_RDONLY),
         (1, request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
         (2, request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
     ):
         opened = os.open(path, flags, 0o600)
         os.dup2(opened, fd)
         os.close(opened)
-    script = request["argv"][0]
-    sys.argv = list(request["argv"])
-    sys.orig_argv = [sys.executable, *sys.argv]
-    sys.path[0] = os.path.dirname(os.path.realpath(script))  # as `python SCRIPT`
+    sys.argv = argv
+    sys.orig_argv = [sys.executable, *request["argv"]]
     # What a fresh process would not have: directory listings the import system
-    # cached (a test may have written a module since), and NumPy's global random
-    # state (drawn at its import; `random` reseeds itself in a forked child).
+    # cached (a test may have written a module since), a temporary directory chosen
+    # under the zygote's TMPDIR, and NumPy's global random state (drawn at its
+    # import; `random` reseeds itself in a forked child).
     import importlib
 
     importlib.invalidate_caches()
+    tempfile.tempdir = None
     sys.modules["numpy"].random.seed()
-    return script
+    return how, what
+
+
+def _run(how: str, what: str) -> None:
+    """Run the request as ``python`` does: a script or module under ``runpy``, code
+    in the ``__main__`` module's namespace."""
+    import runpy
+
+    if how == "script":
+        runpy.run_path(what, run_name="__main__")
+    elif how == "module":
+        runpy.run_module(what, run_name="__main__", alter_sys=True)
+    else:  # a new __main__: the zygote's names are not the code's
+        import builtins
+        import types
+
+        main = sys.modules["__main__"] = types.ModuleType("__main__")
+        main.__builtins__ = builtins
+        exec(compile(what, "<string>", "exec"), main.__dict__)
 
 
 def _server() -> None:
@@ -132,13 +203,16 @@ def _server() -> None:
     os.dup2(2, 1)
     import importlib
 
-    for name in PRELOAD:
+    for name in PRELOADS[sys.argv[1] if len(sys.argv) > 1 else "full"]:
         importlib.import_module(name)
     # OpenBLAS shuts its thread pool down at fork (see the module docstring).
     if (pid := os.fork()) == 0:
         os._exit(0)
     os.waitpid(pid, 0)
     unsafe = _check_fork_safe()
+    ours = _entries(os.environ.get("PYTHONPATH"))
+    if unsafe is None and sys.path[1 : 1 + len(ours)] != ours:
+        unsafe = f"sys.path does not start with PYTHONPATH's entries: {sys.path}"
     replies.write(
         (json.dumps({"ready": unsafe is None, "error": unsafe}) + "\n").encode()
     )
@@ -147,28 +221,27 @@ def _server() -> None:
     request = _serve(requests, replies)
     if request is None:
         return  # the client closed our stdin: this zygote's work is done
-    import runpy
-
-    runpy.run_path(_become(request), run_name="__main__")
+    _run(*_become(request))
 
 
 # -- the client ------------------------------------------------------------------
 
 
 class Zygote:
-    """One server process, serving one environment, one script at a time."""
+    """One server process of one kind, serving one environment (but for the
+    variables it gives each child, :func:`per_child`), one child at a time."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = dict(env)
+    def __init__(self, env: dict[str, str], kind: str = "full") -> None:
+        self.env, self.kind = dict(env), kind
         # Its log is an unnamed file: nothing is left behind, and it is not the
         # descriptor pytest captures a test's stderr in when it starts.
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         self._proc = subprocess.Popen(
-            [sys.executable, __file__],
+            [sys.executable, __file__, kind],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
-            env=_imported(self.env),
+            env={k: v for k, v in env.items() if k not in PER_CHILD},
             bufsize=0,
         )
         self._buffer = b""
@@ -181,11 +254,19 @@ class Zygote:
         return self._proc.poll() is None
 
     def serves(self, env: dict[str, str]) -> bool:
-        """Whether ``env`` is this zygote's but for ``PER_CHILD`` variables."""
-        return _imported(env) == _imported(self.env)
+        """Whether ``env`` is this zygote's but for the variables of each child."""
+        return self._imported(env) == self._imported(self.env)
+
+    def _imported(self, env: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in env.items() if not per_child(k, self.kind)}
 
     def run(
-        self, argv: list[str], env: dict[str, str], cwd: str | Path, timeout: float
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | Path,
+        timeout: float,
+        input: str | None = None,
     ) -> subprocess.CompletedProcess:
         """Run ``python *argv`` in a forked child; like ``subprocess.run`` with
         ``capture_output=True, text=True``."""
@@ -194,6 +275,9 @@ class Zygote:
             out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
             request = {"argv": argv, "cwd": str(cwd), "env": env}
             request |= {"stdout": str(out), "stderr": str(err)}
+            if input is not None:
+                (Path(tmp) / "stdin").write_text(input)
+                request["stdin"] = str(Path(tmp) / "stdin")
             assert self._proc.stdin is not None
             self._proc.stdin.write((json.dumps(request) + "\n").encode())
             started = self._read(timeout=60)
@@ -220,6 +304,8 @@ class Zygote:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
         self._log.close()
 
     def _read(self, timeout: float) -> dict:
@@ -240,16 +326,25 @@ class Zygote:
         return json.loads(line)
 
 
-def _imported(env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k not in PER_CHILD}
-
-
 def _text(path: Path) -> str:
     # As subprocess's text mode reads it: locale encoding, universal newlines.
     return path.read_text() if path.exists() else ""
 
 
-_current: Zygote | None = None
+#: This test process's zygote of each kind (started on first use, and again when
+#: a request's environment differs in what it imported under).
+zygotes: dict[str, Zygote] = {}
+
+
+def _zygote(kind: str, env: dict[str, str]) -> Zygote:
+    found = zygotes.get(kind)
+    if found is not None and not (found.alive() and found.serves(env)):
+        found.close()
+        found = None
+    if found is None:
+        found = zygotes[kind] = Zygote(env, kind)
+        atexit.register(found.close)
+    return found
 
 
 def run_script(
@@ -261,16 +356,28 @@ def run_script(
 ) -> subprocess.CompletedProcess:
     """``subprocess.run([python, script, *args], env=env, cwd=cwd,
     capture_output=True, text=True, timeout=timeout)`` in a child of this test
-    process's zygote (started on first use, and again when ``env`` changes)."""
-    global _current
-    if _current is not None and not (_current.alive() and _current.serves(env)):
-        _current.close()
-        _current = None
-    if _current is None:
-        _current = Zygote(env)
-        atexit.register(_current.close)
+    process's ``full`` zygote (NumPy, JAX, Numba and polykernel imported)."""
     argv = [str(script), *map(str, args)]
-    return _current.run(argv, env, os.getcwd() if cwd is None else cwd, timeout)
+    cwd = os.getcwd() if cwd is None else cwd
+    return _zygote("full", env).run(argv, env, cwd, timeout)
+
+
+def run(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: str | Path | None = None,
+    timeout: float = 600,
+    input: str | None = None,
+) -> subprocess.CompletedProcess:
+    """``subprocess.run([python, *argv], env=env, cwd=cwd, input=input,
+    capture_output=True, text=True, timeout=timeout)`` in a child of this test
+    process's ``jax`` zygote (NumPy, JAX and polykernel imported, not Numba).
+    ``argv`` is ``[SCRIPT, ...]``, ``["-m", MODULE, ...]`` or ``["-c", CODE, ...]``.
+    """
+    argv = [str(a) for a in argv]
+    cwd = os.getcwd() if cwd is None else cwd
+    return _zygote("jax", env).run(argv, env, cwd, timeout, input)
 
 
 if __name__ == "__main__":
