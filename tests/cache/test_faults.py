@@ -24,8 +24,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
-import zygote
-from subprocess_support import SUPPORT, last_json
+from subprocess_support import SUPPORT, last_json, run_python
 
 import polykernel as pk
 from polykernel.backends.numba.build import loaded_handler
@@ -140,9 +139,7 @@ def test_cache_info_reports_a_bad_root_as_it_is(tmp_path, run_env):
     root = tmp_path / "a-file"
     root.write_text("")
     env = {**run_env, "POLYKERNEL_CACHE_DIR": str(root)}
-    proc = zygote.run(["-m", "polykernel.cli", "cache", "info"], env=env)  # python -m
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    out = proc.stdout
+    out = run_python("-m", "polykernel.cli", "cache", "info", env=env, forked=True)
     assert f"cache root   {root} (is not a directory (a file is in the way)" in out
 
 

@@ -18,8 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import zygote
-from subprocess_support import last_json
+from subprocess_support import last_json, run_python
 
 import polykernel as pk
 from polykernel.cache.entries import META, publish_entry, read_entry
@@ -210,10 +209,8 @@ def test_only_regular_files_are_opened(
     make(path)
     env = {**run_env, "POLYKERNEL_CACHE_DIR": str(fresh_cache)}
     # A read that waits on the FIFO would hang: the child's timeout fails the test.
-    # A child of the test process's zygote, as `python -c` runs.
-    proc = zygote.run(["-c", CHILD, section, KEY, action], env=env, timeout=90)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    out = last_json(proc.stdout)
+    out = last_json(run_python("-c", CHILD, section, KEY, action, env=env, timeout=90,
+                               forked=True))  # fmt: skip
     assert out["result"] == result
     if cause is None:
         assert out["warnings"] == []

@@ -22,17 +22,25 @@ def run_python(
     env: dict[str, str],
     timeout: float = 120,
     cwd: str | Path | None = None,
+    forked: bool = False,
 ) -> str:
-    """Run ``python -c code`` or ``python *args``; assert exit 0; return stdout."""
+    """Run ``python -c code`` or ``python *args``; assert exit 0; return stdout.
+    ``forked``: in a child of the test process's ``jax`` zygote (``zygote.run``),
+    for what needs no fresh interpreter of its own."""
     argv = ["-c", code] if code is not None else [str(a) for a in args]
-    proc = subprocess.run(
-        [sys.executable, *argv],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    if forked:
+        import zygote
+
+        proc = zygote.run(argv, env=env, cwd=cwd, timeout=timeout)
+    else:
+        proc = subprocess.run(
+            [sys.executable, *argv],
+            env=env,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     assert proc.returncode == 0, (
         f"exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     )
