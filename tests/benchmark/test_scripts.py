@@ -73,9 +73,12 @@ def test_a_benchmark_script_starts(run_env, script):
 
 @pytest.mark.slow
 def test_the_cold_build_benchmark_runs_a_round(run_env):
-    done = _run(run_env, "bench_compile.py", "--reps", "1", timeout=300)
+    done = _run(run_env, "bench_compile.py", "--reps", "1", "--kernels", "add",
+                timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "warm handler (fingerprint..load)" in done.stdout
+    assert "add: warm handler (fingerprint..load)" in done.stdout
+    assert "add: cold, the runtime library built" in done.stdout
+    assert "csrmv" not in done.stdout  # only the kernel asked for
 
 
 @pytest.mark.slow

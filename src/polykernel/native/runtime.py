@@ -29,11 +29,21 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import logging
 import pickle
+import shutil
 import sys
 import threading
 from pathlib import Path
 from typing import Any
+
+from . import runtime_recipe
+from .runtime_recipe import (
+    ABI_VERSION,
+    FLAGS as _FLAGS,
+    NAME as _NAME,
+    source as _source,
+)
 
 __all__ = [
     "CAPI",
@@ -45,16 +55,6 @@ __all__ = [
     "runtime_library",
     "unpickle",
 ]
-
-#: Bumped with ``PKRT_ABI_VERSION`` in ``runtime/pkrt.h``.
-ABI_VERSION = 1
-_NAME = "polykernel_runtime"
-_SOURCES = ("pkrt.h", "errors.c", "numeric.c", "nrt.c", "schedule.c", "pool.c")
-# Portable code (no -march): one build serves the machine and any bundle it
-# writes. IEEE arithmetic as written (no contraction into FMAs): the scheduler's
-# float rounding must be Numba's.
-_FLAGS = ("-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden",
-          "-ffp-contract=off", "-fno-fast-math", "-std=gnu11")  # fmt: skip
 
 _HELPERS = ("do_raise", "unpickle", "attempt_nocopy_reshape", "gil_ensure",
             "gil_release", "frexp", "frexpf", "ldexp", "ldexpf", "gamma",
@@ -133,19 +133,7 @@ CAPI = frozenset(_CAPI_TEXT.split())
 _lock = threading.Lock()
 _loaded: ctypes.CDLL | None = None
 _prefetching: threading.Thread | None = None
-
-
-@functools.cache
-def _source() -> str:
-    """The library's one translation unit: the header, then each file."""
-    here = Path(__file__).with_name("runtime")
-    parts = []
-    for name in _SOURCES:
-        text = (here / name).read_text()
-        if name.endswith(".c"):  # the header is already in, first
-            text = text.replace('#include "pkrt.h"\n', "")
-        parts.append(f'#line 1 "{name}"\n{text}')
-    return "\n".join(parts)
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -158,8 +146,9 @@ def _key() -> str:
 
 
 def _fetch(load: Any) -> tuple[Path, Any]:
-    """The library from the cache, else built (one build per machine); ``load``
-    opens it (while the build lock is held, when built here)."""
+    """The library from the cache, else the copy built at install (adopted into
+    the cache), else built (one build per machine); ``load`` opens it (while the
+    build lock is held, when built or adopted here)."""
     from . import cache
 
     found = cache.lookup(_key())
@@ -168,14 +157,48 @@ def _fetch(load: Any) -> tuple[Path, Any]:
             return found, load(found)
         except OSError:  # removed or damaged since the check: build
             pass
+    adopted = _adopt_shipped(load)
+    if adopted is not None:
+        return adopted
     from .build import BuildJob, fetch_or_build
     from .link import find_linker
 
-    command = (find_linker(), *_FLAGS, "-x", "c", "<src>", "-o", "<out>", "-lm")
+    command = tuple(runtime_recipe.command(find_linker(), "<src>", "<out>"))
     job = BuildJob(_NAME, _key(), _source(), "c", command, timeout=300.0,
                    meta={"runtime_abi": ABI_VERSION})  # fmt: skip
     fetched = fetch_or_build(job, load)
     return fetched.path, fetched.handle
+
+
+def _adopt_shipped(load: Any) -> tuple[Path, Any] | None:
+    """The library ``pip install`` built into the package, published into the cache
+    as if built here, and opened; None where there is none of this recipe (then
+    it is built). Publishing it keeps the cache what a bundle and ``cache info``
+    read; a cache that cannot be written gets the package's own file opened."""
+    from ..ffi.artefact import machine
+    from . import cache
+
+    shipped = runtime_recipe.SHIPPED
+    library = runtime_recipe.shipped_library(machine(), shipped)
+    if library is None:
+        return None
+    with cache.build_lock(_key()):
+        path = cache.lookup(_key())  # another process built or adopted it meanwhile
+        ours = None  # the entry published here, removed again if it does not load
+        if path is None:
+            meta = {"runtime_abi": ABI_VERSION, "name": _NAME,
+                    "shipped": str(shipped)}  # fmt: skip
+            path = ours = cache.publish(_key(), library, _source(), "c", meta)
+        if path is None:  # the cache cannot be written
+            path = shipped / runtime_recipe.LIBRARY
+        try:
+            return path, load(path)
+        except OSError as err:  # it does not open here (an older C library): build
+            log.info("polykernel: the runtime library built at install does not "
+                     "load here (%s); building it", err)  # fmt: skip
+            if ours is not None:  # under the lock: no other process has opened it
+                shutil.rmtree(ours.parent, ignore_errors=True)
+            return None
 
 
 def runtime_library() -> Path:

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from subprocess_support import REPO, last_json, run_python
 
-from polykernel.native import runtime
+from polykernel.native import runtime, runtime_recipe
 
 numba = pytest.importorskip("numba")
 
@@ -55,9 +55,11 @@ def test_it_is_built_once_per_machine_into_the_native_cache(lib):
 
 
 PREFETCH_CHILD = """
-import json, threading, time
-from polykernel.native import runtime
+import json, sys, threading, time
+from pathlib import Path
+from polykernel.native import runtime, runtime_recipe
 from polykernel.errors import HostCompilerNotFoundError
+runtime_recipe.SHIPPED = Path(SHIPPED)  # the copy pip install compiled, or none
 started = time.perf_counter()
 runtime.prefetch_runtime()  # returns at once: the build runs in its own thread
 returned = time.perf_counter() - started
@@ -77,9 +79,13 @@ print(json.dumps({"returned_s": returned, "thread": thread and thread.name,
 
 
 @pytest.mark.slow  # a fresh process building the library into an empty cache
-@pytest.mark.parametrize("compiler", [True, False], ids=["cc", "no-compiler"])
+@pytest.mark.parametrize(
+    ("compiler", "shipped"),
+    [(True, False), (False, False), (False, True)],
+    ids=["cc", "no-compiler", "no-compiler-installed-copy"],
+)
 def test_a_prefetch_builds_in_the_background_and_load_waits_for_it(
-    tmp_path, run_env, compiler
+    tmp_path, run_env, compiler, shipped
 ):
     env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "cache"))
     if not compiler:
@@ -87,14 +93,18 @@ def test_a_prefetch_builds_in_the_background_and_load_waits_for_it(
         env["PATH"] = str(tmp_path / "empty")
         for named in ("CC", "CXX"):  # a compiler named by path (GPU machines do)
             env.pop(named, None)
-    got = last_json(run_python(code=PREFETCH_CHILD, env=env, timeout=300))
+    # Without the copy compiled at install (tests/native/test_runtime_shipped.py),
+    # an empty cache builds the library.
+    folder = runtime_recipe.SHIPPED if shipped else tmp_path / "not-installed"
+    code = PREFETCH_CHILD.replace("SHIPPED)", f"{str(folder)!r})", 1)
+    got = last_json(run_python(code=code, env=env, timeout=300))
     assert got["returned_s"] < 0.5, got  # a C compile takes longer than that
     assert got["thread"] == "polykernel-runtime-prefetch", got
     assert "polykernel-runtime-prefetch" not in got["after"], got
-    # Built and opened; or, with no compiler, the loader's own named error.
-    assert got["outcome"] is True if compiler else got["outcome"] == (
-        "HostCompilerNotFoundError"
-    ), got
+    # Built (or adopted) and opened; or, with neither a compiler nor the installed
+    # copy, the loader's own named error.
+    expected = True if compiler or shipped else "HostCompilerNotFoundError"
+    assert got["outcome"] == expected, got
 
 
 # -- the CPython C API: one ABI for every supported Python ---------------------------
