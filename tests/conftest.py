@@ -47,6 +47,20 @@ os.environ["NUMBA_CACHE_DIR"] = os.path.join(_RUN_DIR, "numba-cache")
 os.environ["WARP_CACHE_PATH"] = os.path.join(_RUN_DIR, "warp-cache")
 os.environ["TRITON_CACHE_DIR"] = os.path.join(_RUN_DIR, "triton-cache")
 os.environ["MPLCONFIGDIR"] = os.path.join(_RUN_DIR, "matplotlib")
+# One JAX compilation cache for the whole run, every program kept (no minimum compile
+# time or size): a program compiled again with the same HLO, by a parametrized
+# test, another test file, the other pytest-xdist worker or a child process, loads
+# its executable instead (a full run on 2 cores: 476 -> 438 s, ~1,100 hits in the
+# workers alone). The first process of the run makes it (under xdist, the
+# controller, before it starts the workers), the others inherit its path; it goes
+# with that process's run directory. CPU runs only: GPU executables are not cached.
+if not GPU_RUN:
+    _JAX_CACHE = os.environ.setdefault(
+        "POLYKERNEL_TEST_JAX_CACHE", os.path.join(_RUN_DIR, "jax-cache")
+    )
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _JAX_CACHE
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
 
 
 _OWNER = os.getpid()

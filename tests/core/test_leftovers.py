@@ -29,7 +29,8 @@ NODES = [
 ]
 #: Variables of this run that would steer the child's files elsewhere.
 _OURS = ("POLYKERNEL_", "XDG_", "NUMBA_CACHE", "MPLCONFIGDIR", "WARP_CACHE_PATH",
-         "TRITON_CACHE_DIR", "PYTEST_", "TMPDIR")  # fmt: skip
+         "TRITON_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", "PYTEST_",
+         "TMPDIR")  # fmt: skip
 
 
 @pytest.mark.slow
