@@ -6,6 +6,7 @@ loads its executable."""
 from __future__ import annotations
 
 import os
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -63,3 +64,24 @@ def test_a_program_compiled_here_is_loaded_by_a_child_process():
     child = last_json(run_python("-c", CHILD, env=dict(os.environ)))
     assert "/jax/compilation_cache/cache_hits" in child, child
     assert "/jax/compilation_cache/cache_misses" not in child, child
+
+
+RACE = "Error reading persistent compilation cache entry for 'jit_f': ValueError: x"
+
+
+def test_an_entry_read_while_written_is_a_miss_not_a_failure():
+    # JAX writes an entry in place; a reader in that moment warns and compiles. The
+    # run ignores that warning: here (pyproject.toml) and in every child process.
+    import warnings
+
+    warnings.warn(RACE, UserWarning, stacklevel=1)  # "error" would raise here
+    assert (
+        "ignore:Error reading persistent compilation cache entry:UserWarning"
+        in (os.environ["PYTHONWARNINGS"])
+    )
+    code = f"import warnings; warnings.warn({RACE!r}, UserWarning); print('{{}}')"
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ),
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert done.stderr == "" and done.stdout.strip() == "{}"
