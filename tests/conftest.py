@@ -54,8 +54,6 @@ os.environ["MPLCONFIGDIR"] = os.path.join(_RUN_DIR, "matplotlib")
 # workers alone). The first process of the run makes it (under xdist, the
 # controller, before it starts the workers), the others inherit its path; it goes
 # with that process's run directory. CPU runs only: GPU executables are not cached.
-#: The start of JAX's warning for an entry of its compilation cache it cannot read.
-JAX_CACHE_RACE = "Error reading persistent compilation cache entry"
 if not GPU_RUN:
     _JAX_CACHE = os.environ.setdefault(
         "POLYKERNEL_TEST_JAX_CACHE", os.path.join(_RUN_DIR, "jax-cache")
@@ -67,7 +65,7 @@ if not GPU_RUN:
     # gets a truncated entry, warns and compiles instead (a miss, never a wrong
     # executable: the entry is compressed, a truncated one does not decode). Child
     # processes ignore that warning as this process does (pyproject.toml).
-    _IGNORE = f"ignore:{JAX_CACHE_RACE}:UserWarning"
+    _IGNORE = "ignore:Error reading persistent compilation cache entry:UserWarning"
     if _IGNORE not in os.environ.get("PYTHONWARNINGS", ""):
         os.environ["PYTHONWARNINGS"] = ",".join(
             filter(None, [os.environ.get("PYTHONWARNINGS"), _IGNORE])
