@@ -151,7 +151,7 @@ def make_lowering_rule(
                     return _as_list(kernel(*xs), outs)
 
             if shard_plan is not None:
-                body = partitioned(shard_plan, body)
+                body = partitioned(ctx, shard_plan, body)
             with (
                 lowering_for(platform),
                 backend_lowering_context(entry, platform),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import uuid
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -286,11 +287,16 @@ def plan_for(
     )
 
 
-def partitioned(plan: ShardPlan, body: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap ``body`` (the whole call) as a ``custom_partitioning`` call.
+def partitioned(
+    ctx: Any, plan: ShardPlan, body: Callable[..., Any]
+) -> Callable[..., Any]:
+    """Wrap ``body`` (the whole call) as a ``custom_partitioning`` call lowered by
+    ``ctx``.
 
-    ``body`` stays the program XLA runs when it does not partition the call.
+    ``body`` stays the program XLA runs when it does not partition the call. The
+    module is given a key of its own (:func:`_key_this_lowering`).
     """
+    _key_this_lowering(ctx)
 
     def partition(mesh: Any, arg_shapes: Any, result_shape: Any) -> Any:
         return run_partition(plan, mesh, arg_shapes, result_shape)
@@ -305,3 +311,19 @@ def partitioned(plan: ShardPlan, body: Callable[..., Any]) -> Callable[..., Any]
         return cp(*xs)
 
     return wrapped
+
+
+def _key_this_lowering(ctx: Any) -> None:
+    """Make JAX's persistent compilation cache key of this module its own.
+
+    JAX keys a ``custom_partitioning`` call by the address (``id``) of its callback
+    object, and the partitioned program is compiled into the cached executable: an
+    address reused for another partition (a later lowering in this process, after
+    the first one's object was freed; a forked process) would load a program
+    partitioned by another function — silently wrong results. Which Python code a
+    partition runs cannot be keyed soundly, so a module holding one of our
+    partitioned calls gets a random key of its own (``uuid4``: the OS's randomness,
+    so a forked child does not repeat its parent's). Nothing correct is lost: under
+    JAX's own key such programs only hit by a coincidence of addresses.
+    """
+    jc.mark_module(ctx, "polykernel.partitioned_lowering", uuid.uuid4().hex)
