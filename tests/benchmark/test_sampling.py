@@ -138,6 +138,9 @@ def test_the_steadiest_half_is_kept_when_the_budget_ends():
     assert s.stopped_by == "budget" and s.rounds > 100
     kept = s.times_s["a"]
     assert len(kept) == s.rounds // 2 and max(kept) == pytest.approx(1.06e-3)
+    # Every complete round stays available (the fast-end ratios read all of them).
+    assert s.every_round is not None and len(s.every_round["a"]) == s.rounds
+    assert s.every_round["a"][:2] == [pytest.approx(1e-3), pytest.approx(3e-3)]
 
 
 def test_a_slow_case_gets_more_than_one_window():

@@ -37,7 +37,7 @@ def test_demo_prints_tables_and_writes_json_and_png(tmp_path, run_env):
     # Issue 37: the headline is the ratio to jax_raw within the run; each table
     # names the launch parameters that ran, and the dispatch footer agrees with it.
     assert (
-        "polykernel.catalog.scaled_add on cpu: speed-up vs jax_raw, round by round "
+        "polykernel.catalog.scaled_add on cpu: speed-up vs jax_raw, same rounds "
         "(median ms per call)" in proc.stdout
     )
     table = proc.stdout[proc.stdout.index("== polykernel.catalog.scaled_add ==") :]

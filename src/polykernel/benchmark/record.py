@@ -164,10 +164,13 @@ class BenchmarkRecord:
             bound was not reached); ``0`` if unknown.
         paired_base: The backend ``paired_ratio`` is relative to: the case's
             reference (``jax_raw`` where registered), timed in the same rounds.
-        paired_ratio: This backend's time divided by ``paired_base``'s, round by
-            round, the median over the rounds (a machine-wide change of speed
-            during the run cancels in it); ``None`` if not measured so.
-        paired_spread: The IQR / median of those per-round ratios.
+        paired_ratio: This backend's time divided by ``paired_base``'s, from the
+            fast ends of both (each one's fastest fifth of its calls, over every
+            round both ran in; ``benchmark.paired.fast_end_ratio``): load and a
+            change of the machine's speed during the run cancel in it; ``None``
+            if not measured so.
+        paired_spread: How far that ratio on the even and on the odd rounds
+            differ, over the ratio.
         launch_params: The launch parameters the call was lowered with (what
             ``op.dispatch(..., backend=...)`` decided).
         launch_source: Why those: ``"tuned"`` (a tuned table's entry, yours or

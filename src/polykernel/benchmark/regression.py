@@ -9,8 +9,8 @@ file timed fails in this run. Records only one side has are listed apart.
 What is compared (``relative_to``):
 
 * a time *relative to a reference backend timed in the same run* (``jax_raw``):
-  each record's ``paired_ratio`` — its time over the reference's, round by round
-  (:mod:`.paired`) — or, for files without it, the ratio of the two medians. Two
+  each record's ``paired_ratio`` — its time over the reference's, timed in the same
+  rounds (:mod:`.paired`) — or, for files without it, the ratio of the two medians. Two
   runs of identical code on a shared machine can differ by 1.5x in every time (a
   busier machine, another CPU clock), but alike for the kernel and its reference,
   so the ratio cancels that shift and keeps what the code changed. The reference's
@@ -20,7 +20,7 @@ What is compared (``relative_to``):
   both files).
 
 "Beyond the spread": each value comes with its spread (IQR / median of the times,
-or of the per-round ratios); a change counts only when even the new run's lower
+or ``paired_spread``); a change counts only when even the new run's lower
 quartile over the old run's upper quartile (``low``) is above ``fail_above``. A
 change above it at the medians only is shown as *within spread* and does not fail.
 

@@ -191,9 +191,9 @@ def _run_config(plan, cfg, device, common, catch_errors, verbose, progress):
             launch = launch_of(plan.kernel, call, args, plan.platform)
             rec.launch_params, rec.launch_source = launch
         records.append(rec)
-    # Each backend's time over the reference's, round by round (see .paired).
+    # Each backend's time over the reference's, from every round (see .paired).
     base = pick_reference(list(sampled.times_s), common["reference"])
-    pair_records(records, sampled.times_s, base)
+    pair_records(records, sampled.every_round or sampled.times_s, base)
     for rec in records if verbose else ():
         print(_verbose_line(name, rec), file=sys.stdout, flush=True)
     return records, outputs
@@ -244,8 +244,8 @@ def run_benchmark(
     ``record.noise_note``) and ``record.n_sampled`` counts every round. Without it
     (the default, as the reference) exactly ``n_runs`` rounds run and noisy means
     IQR above 10 % of the median. ``record.stopped_by`` says which rule ended a
-    case; ``record.paired_ratio`` is its time over the reference's, round by round
-    (``paired_spread`` its spread); ``record.launch_params`` and ``launch_source``
+    case; ``record.paired_ratio`` is its time over the reference's timed in the same
+    rounds, from the fast ends of both (``paired_spread`` its spread); ``record.launch_params`` and ``launch_source``
     say which launch parameters ran and why. The result's ``environment`` holds
     the machine and the load the run met. With ``settle_s`` (e.g. ``SETTLE_S``,
     12 ms), each timed interval of a backend follows that many seconds of its own

@@ -107,12 +107,15 @@ class StopRule:
 class Sampled:
     """What :func:`sample_interleaved` measured: per-call seconds per backend (the
     kept window's), why it stopped (a key of ``record.STOP_REASONS``), how many
-    rounds ran in all and the backends that raised."""
+    rounds ran in all, the backends that raised and every complete round's times."""
 
     times_s: dict[str, list[float]]
     stopped_by: str
     errors: dict[str, BaseException]
     rounds: int = 0
+    #: Every complete round's per-call seconds (``times_s`` is a window of them):
+    #: what estimates that load cannot bias (a backend's fastest calls) read.
+    every_round: dict[str, list[float]] | None = None
 
 
 def _order(names: list[str], round_index: int) -> list[str]:
@@ -233,7 +236,7 @@ def sample_interleaved(
     else:
         first, size = _steadiest_stretch(times, rounds, window)
     kept = {name: samples[first : first + size] for name, samples in times.items()}
-    return Sampled(kept, stopped_by, errors, rounds)
+    return Sampled(kept, stopped_by, errors, rounds, times)
 
 
 def _past(deadline: float | None, clock: Callable[[], float]) -> bool:

@@ -41,9 +41,10 @@ def _time_text(value: float | None) -> str:
 
 
 def _speedup(rec: BenchmarkRecord, base_ms: float | None, base: str | None, ms):
-    """The baseline's time over ``rec``'s: round by round where both were timed in
-    the same rounds (``paired_ratio``: a change of the machine's speed during the
-    case cancels), else the ratio of their times; None when unknown."""
+    """The baseline's time over ``rec``'s: from their fast ends where both were
+    timed in the same rounds (``paired_ratio``: load and a change of the machine's
+    speed during the case cancel), else the ratio of their times; None when
+    unknown."""
     if rec.backend == base:
         return 1.0
     if rec.paired_base == base and is_known(rec.paired_ratio) and rec.paired_ratio:
@@ -53,7 +54,7 @@ def _speedup(rec: BenchmarkRecord, base_ms: float | None, base: str | None, ms):
 
 def _noisy(rec: BenchmarkRecord, ratios: bool) -> bool:
     """Noisy by its time's spread, or (``ratios``: the speed-up is the headline)
-    by the spread of its ratio to the baseline, round by round, where known."""
+    by the spread of its ratio to the baseline (``paired_spread``), where known."""
     if ratios and is_known(rec.paired_spread):
         return (rec.paired_spread or 0.0) > rec.noise_bound
     return rec.noisy
@@ -118,10 +119,15 @@ def _render_within(rows: list[list[str]], fixed: int, width: int | None) -> list
 
 def _legend(records: Sequence[BenchmarkRecord], ratios: bool) -> str:
     bounds = {r.noise_bound for r in records if r.success} or {NOISE_THRESHOLD}
-    noisy = (
-        f"IQR > {bounds.pop():.0%} of median" if len(bounds) == 1 else "IQR over bound"
-    )
-    noisy = f"the ratio's {noisy}" if ratios else noisy
+    bound = f"{bounds.pop():.0%}" if len(bounds) == 1 else None
+    if ratios:  # the spread of paired_ratio: its halves' disagreement
+        noisy = (
+            f"the ratio's spread > {bound}"
+            if bound
+            else "the ratio's spread over bound"
+        )
+    else:
+        noisy = f"IQR > {bound} of median" if bound else "IQR over bound"
     return f"* fastest   ! noisy ({noisy})   x output differs from the reference"
 
 
@@ -187,7 +193,7 @@ def _noisy_notes(
         )
         bounds = {r.noise_bound for r in recs}
         runs = {(r.n, r.n_sampled, r.stopped_by) for r in recs}
-        what = f"{'ratio ' if ratios else ''}IQR / median {spreads}"
+        what = f"{'ratio spread' if ratios else 'IQR / median'} {spreads}"
         what += f" (bound {bounds.pop():.0%})" if len(bounds) == 1 else ""
         what += runs_note(*runs.pop()) if len(runs) == 1 else ""
         notes.append((f"NOISY {prim} [{platform}] {label}:", what))
@@ -238,7 +244,7 @@ def _rows(
         )
         base_ms = rank_ms(base, field) if base is not None else None
         row = ([prim, platform] if many else []) + [label]
-        if ratios:  # the fastest by the headline, the speed-up (round by round)
+        if ratios:  # the fastest by the headline, the speed-up (paired_ratio)
             case = (prim, platform, label)
             best = _best_speedup(cells, case, backends, base_name, field)
         for b in backends:
@@ -263,8 +269,8 @@ def format_table(
 
     Cells show the time per call in ms (the median; the mean when some record has
     no median, as records built the reference way), the speed-up against
-    ``baseline`` (default ``jax_raw`` when present, else the first backend; taken
-    round by round where both were timed in the same rounds, ``paired_ratio``),
+    ``baseline`` (default ``jax_raw`` when present, else the first backend; from
+    the fast ends of both where they were timed in the same rounds, ``paired_ratio``),
     the throughput when the config declared its work, and marks: ``*`` fastest,
     ``!`` noisy, ``x`` output mismatch. Noisy times are listed in words under the
     table (``NOISY ...: IQR 23% of the median (bound 10%) after 400 runs``), failed
@@ -307,7 +313,7 @@ def format_table(
     stat = field.removesuffix("_ms")
     title = f"{stat} ms per call (speed-up vs baseline)"
     if speedup_first:
-        title = f"speed-up vs {base_name}, round by round ({stat} ms per call)"
+        title = f"speed-up vs {base_name}, same rounds ({stat} ms per call)"
     if not many:
         title = f"{keys[0][0] or name or 'benchmark'} on {keys[0][1]}: {title}"
     elif name:
