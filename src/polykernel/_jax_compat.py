@@ -126,15 +126,11 @@ def custom_partitioning(fun: Any) -> Any:
 
 
 def mark_module(ctx: Any, name: str, value: str) -> None:
-    """Set attribute ``name`` (a string) on the module ``ctx`` is lowering into.
-
-    A module attribute is part of the bytes JAX hashes into its persistent
-    compilation cache key (0.10 - 0.12), and XLA ignores attributes it does not know.
-    """
-    from jax._src.lib.mlir import ir
-
+    """Set attribute ``name`` (a string) on the module ``ctx`` is lowering into: part
+    of the bytes JAX hashes into its persistent compilation cache key (0.10 - 0.12);
+    XLA ignores attributes it does not know."""
     module = ctx.module_context.module.operation
-    module.attributes[name] = ir.StringAttr.get(value)
+    module.attributes[name] = mlir.ir.StringAttr.get(value)
 
 
 def config_value(name: str) -> Any:
