@@ -14,11 +14,12 @@ that the next run's table runs the same kernels).
 Each table's headline is each backend's speed-up over ``jax_raw`` timed in the same
 rounds (the backends of a case are timed interleaved, one call of each per round),
 from the fast ends of both (``benchmark.paired``): a second run reproduces it,
-where the times themselves move with the machine's load. Under each table: the launch parameters each backend ran with, and why
-(tuned, default or given). Each case is timed until every backend's spread (IQR /
-median) is within 10 %, or the case has had its time budget (3 s of timed rounds,
-after at least 15 runs of each backend): a ratio still above the bound is reported
-noisy, in words, under its table. The output starts with the machine and the load
+where the times themselves move with the machine's load. Under each table: the
+launch parameters each backend ran with, and why (tuned, default or given). Each
+case is timed until every backend's spread (IQR / median) is within 10 %, or the
+case has had its time budget (3 s of timed rounds, after at least 15 runs of each
+backend): a ratio whose spread is still above the bound is reported noisy, in
+words, under its table. The output starts with the machine and the load
 it ran under; every line of it fits in 100 columns.
 """
 

@@ -245,8 +245,9 @@ def run_benchmark(
     (the default, as the reference) exactly ``n_runs`` rounds run and noisy means
     IQR above 10 % of the median. ``record.stopped_by`` says which rule ended a
     case; ``record.paired_ratio`` is its time over the reference's timed in the same
-    rounds, from the fast ends of both (``paired_spread`` its spread); ``record.launch_params`` and ``launch_source``
-    say which launch parameters ran and why. The result's ``environment`` holds
+    rounds, from the fast ends of both (``paired_spread`` its spread);
+    ``record.launch_params`` and ``launch_source`` say which launch parameters ran
+    and why. The result's ``environment`` holds
     the machine and the load the run met. With ``settle_s`` (e.g. ``SETTLE_S``,
     12 ms), each timed interval of a backend follows that many seconds of its own
     calls, untimed: it is timed as a loop calling it sees it (its threads awake,
