@@ -20,9 +20,11 @@ What is compared (``relative_to``):
   both files).
 
 "Beyond the spread": each value comes with its spread (IQR / median of the times,
-or ``paired_spread``); a change counts only when even the new run's lower
-quartile over the old run's upper quartile (``low``) is above ``fail_above``. A
-change above it at the medians only is shown as *within spread* and does not fail.
+or ``paired_spread``); a change counts only when even the new value at the low end
+of its spread over the old one at the high end of its (``low``; for times, about
+the new run's lower quartile over the old run's upper one) is above
+``fail_above``. A change above it at the values only is shown as *within spread*
+and does not fail.
 
 "Slower" relative to a reference also needs the record's own time to be slower:
 the change of its fastest round (``min_ms``, where both files have it: load only
@@ -62,8 +64,8 @@ class Comparison:
     change, new / old, of what was compared: the time, or with ``base`` the time
     relative to ``base``'s in the same run), ``noisy`` when the change is within
     the spread of the two runs, ``old_value``/``new_value`` (what was compared),
-    ``spread`` (the two runs' spreads added), ``low`` (the change from the new
-    run's lower quartile to the old run's upper one), ``judged`` (False for the
+    ``spread`` (the two runs' spreads added), ``low`` (the change from the low end of
+    the new value's spread to the high end of the old one's), ``judged`` (False for the
     reference's own records when comparing relative to it) and ``time_ratio``
     (with ``base``: the change of the record's own fastest time, new / old)."""
 
@@ -166,7 +168,7 @@ def _compare(key, a, b, base, before, after) -> Comparison:
     else:
         old, s_old, new, s_new = old_ms, _spread(a), new_ms, _spread(b)
     change = new / old
-    # The new run's lower quartile over the old run's upper one (about).
+    # The low end of the new value's spread over the high end of the old one's.
     low = change * max(1 - s_new / 2, 0.0) / (1 + s_old / 2)
     spread = s_old + s_new
     noisy = abs(change - 1) <= spread / 2 or spread / 2 >= USELESS_SPREAD
@@ -248,12 +250,17 @@ def _legend(matched: Sequence[Comparison], fail_above: float | None) -> list[str
             "with x; a change of the whole machine's speed cancels), else of the "
             "time"
         )
-    text += "; spread: both runs' IQR / median, half of their sum"
+    text += (
+        "; spread: half the sum of both runs' spreads (a time's IQR / median; a "
+        "ratio's: its even and odd rounds apart)"
+        if bases
+        else "; spread: both runs' IQR / median, half of their sum"
+    )
     flags = {_flag(c, fail_above) for c in matched}
     if "SLOWER" in flags:  # only the flags shown are explained
         text += (
             f"; SLOWER (fails the gate): above {fail_above:g} beyond that spread "
-            "(new lower quartile / old upper quartile)"
+            "(the new value's low end / the old one's high end)"
             + (", and its own time too" if bases else "")
         )
     if "time held" in flags:
