@@ -106,3 +106,10 @@ def test_the_fast_end_ratio_spread_is_its_halves_disagreement():
         == 0.0
     )
     assert all(math.isnan(v) for v in fast_end_ratio({"a": [], "b": []}, "b", "a"))
+    # Calls faster than the clock's tick (0 s): no ratio rather than a division by 0.
+    zero = {"a": [0.0] * 8, "b": [1.0] * 8}
+    assert all(math.isnan(v) for v in fast_end_ratio(zero, "b", "a"))
+    # The odd rounds' fastest calls below it, not the whole run's: no spread.
+    a = [1.0, 0.0] * 3 + [1.0] * 14  # 3 zeros, all in the odd rounds
+    ratio, spread = fast_end_ratio({"a": a, "b": [2.0] * 20}, "b", "a")
+    assert ratio == pytest.approx(2.0 / 0.25) and math.isnan(spread)

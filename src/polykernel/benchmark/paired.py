@@ -98,15 +98,18 @@ def fast_end_ratio(
         (2.0, 0.0)
     """
     rounds = min(len(times[name]), len(times[base]))
-    if rounds == 0:
-        return math.nan, math.nan
     ours = np.asarray(times[name][:rounds], float)
     theirs = np.asarray(times[base][:rounds], float)
+    if rounds == 0 or _fast_end(theirs) <= 0 or _fast_end(ours) <= 0:
+        return math.nan, math.nan  # nothing timed, or below the clock's resolution
     ratio = _fast_end(ours) / _fast_end(theirs)
     if rounds < 6:
-        return float(ratio), 0.0
-    halves = [_fast_end(ours[k::2]) / _fast_end(theirs[k::2]) for k in (0, 1)]
-    return float(ratio), float(abs(halves[0] - halves[1]) / ratio)
+        return ratio, 0.0
+    ends = [(_fast_end(ours[k::2]), _fast_end(theirs[k::2])) for k in (0, 1)]
+    if min(e for pair in ends for e in pair) <= 0:  # a half below the clock's tick
+        return ratio, math.nan
+    (a0, b0), (a1, b1) = ends
+    return ratio, abs(a0 / b0 - a1 / b1) / ratio
 
 
 def _fast_end(times: np.ndarray) -> float:
