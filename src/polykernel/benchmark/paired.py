@@ -100,16 +100,22 @@ def fast_end_ratio(
     rounds = min(len(times[name]), len(times[base]))
     ours = np.asarray(times[name][:rounds], float)
     theirs = np.asarray(times[base][:rounds], float)
-    if rounds == 0 or _fast_end(theirs) <= 0 or _fast_end(ours) <= 0:
-        return math.nan, math.nan  # nothing timed, or below the clock's resolution
-    ratio = _fast_end(ours) / _fast_end(theirs)
+    ratio = _end_ratio(ours, theirs)
+    if math.isnan(ratio):
+        return ratio, math.nan
     if rounds < 6:
         return ratio, 0.0
-    ends = [(_fast_end(ours[k::2]), _fast_end(theirs[k::2])) for k in (0, 1)]
-    if min(e for pair in ends for e in pair) <= 0:  # a half below the clock's tick
-        return ratio, math.nan
-    (a0, b0), (a1, b1) = ends
-    return ratio, abs(a0 / b0 - a1 / b1) / ratio
+    halves = _end_ratio(ours[0::2], theirs[0::2]), _end_ratio(ours[1::2], theirs[1::2])
+    return ratio, abs(halves[0] - halves[1]) / ratio  # nan: a half below the tick
+
+
+def _end_ratio(ours: np.ndarray, theirs: np.ndarray) -> float:
+    """``ours``' fast end over ``theirs``'; nan when nothing was timed or a fast
+    end is below the clock's resolution (0 s)."""
+    if len(ours) == 0:
+        return math.nan
+    mine, base = _fast_end(ours), _fast_end(theirs)
+    return mine / base if mine > 0 and base > 0 else math.nan
 
 
 def _fast_end(times: np.ndarray) -> float:

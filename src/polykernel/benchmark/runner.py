@@ -193,7 +193,7 @@ def _run_config(plan, cfg, device, common, catch_errors, verbose, progress):
         records.append(rec)
     # Each backend's time over the reference's, from every round (see .paired).
     base = pick_reference(list(sampled.times_s), common["reference"])
-    pair_records(records, sampled.every_round or sampled.times_s, base)
+    pair_records(records, sampled.every_round, base)
     for rec in records if verbose else ():
         print(_verbose_line(name, rec), file=sys.stdout, flush=True)
     return records, outputs

@@ -112,10 +112,10 @@ class Sampled:
     times_s: dict[str, list[float]]
     stopped_by: str
     errors: dict[str, BaseException]
-    rounds: int = 0
     #: Every complete round's per-call seconds (``times_s`` is a window of them):
     #: what estimates that load cannot bias (a backend's fastest calls) read.
-    every_round: dict[str, list[float]] | None = None
+    every_round: dict[str, list[float]]
+    rounds: int = 0
 
 
 def _order(names: list[str], round_index: int) -> list[str]:
@@ -236,7 +236,7 @@ def sample_interleaved(
     else:
         first, size = _steadiest_stretch(times, rounds, window)
     kept = {name: samples[first : first + size] for name, samples in times.items()}
-    return Sampled(kept, stopped_by, errors, rounds, times)
+    return Sampled(kept, stopped_by, errors, times, rounds)
 
 
 def _past(deadline: float | None, clock: Callable[[], float]) -> bool:
