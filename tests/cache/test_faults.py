@@ -196,12 +196,13 @@ def test_prune_and_clear_never_delete_an_entry_a_build_holds(fresh_cache):
     entry = Path(mod.library).parent
     with open(lock_path(cache.native_root(), entry.name), "a+b") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)  # as a builder holds it
-        held = subprocess.run(  # another process: flock locks are per open file
-            [sys.executable, "-c", "from polykernel.cache import admin as c;"
-             "print(c.prune(max_bytes=0), c.clear())"],
-            env=dict(os.environ), capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        assert entry.is_dir() and (entry / "lib.so").is_file(), held.stdout
+        # Another process, as flock locks are per open file: a child of the
+        # zygote (which holds none of this process's descriptors) is one, and
+        # nothing here needs a fresh interpreter.
+        freed = run_python("-c", "from polykernel.cache import admin as c;"
+                           "print(c.prune(max_bytes=0), c.clear())",
+                           env=dict(os.environ), forked=True)  # fmt: skip
+        assert entry.is_dir() and (entry / "lib.so").is_file(), freed
     assert cache_admin.prune(max_bytes=0) > 0 and not entry.exists()
 
 
@@ -265,25 +266,55 @@ def test_processes_build_each_kernel_once_on_one_cache(tmp_path, run_env):
     assert built == [1, 1]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("admin", ["prune(max_bytes=0)", "clear()"])
-def test_an_admin_command_racing_builds_breaks_none(tmp_path, run_env, admin):
-    env = {**run_env, "POLYKERNEL_CACHE_DIR": str(tmp_path / "shared")}
-    loop = subprocess.Popen(  # `polykernel cache prune --max-bytes 0`, back to back
-        [sys.executable, "-c",
-         "import time\nfrom polykernel.cache import admin as cache_admin\n"
-         "end = time.time() + 120\n"
-         f"while time.time() < end:\n    cache_admin.{admin}\n"],
-        env=env,
-    )  # fmt: skip
+#: What `polykernel cache prune --max-bytes 0` and `polykernel cache clear` call.
+ADMIN_COMMANDS = ("prune(max_bytes=0)", "clear()")
+#: One admin command back to back, in a process of its own. Until a builder makes
+#: the cache root, the command returns at once (it finds no root): the loop waits
+#: for the root instead of spinning on that, and races every call after it.
+ADMIN_LOOP = """\
+import time
+from polykernel.cache import admin as cache_admin
+from polykernel.settings.paths import cache_root
+
+end = time.time() + 120
+while not cache_root().is_dir() and time.time() < end:
+    time.sleep(0.001)
+while time.time() < end:
+    cache_admin.{admin}
+"""
+
+
+@pytest.fixture(scope="module")
+def admin_race(tmp_path_factory) -> tuple[list[dict], dict[str, bool]]:
+    """Builders racing every command of ``ADMIN_COMMANDS`` at once, each command
+    in a loop of its own the whole time, as when it raced them alone (the loops
+    race each other too); one set of builder processes for all. The builders'
+    reports, and per command whether its loop was still running when the builds
+    ended (it never raised)."""
+    root = tmp_path_factory.mktemp("admin-race") / "shared"
+    env = {**os.environ, "POLYKERNEL_CACHE_DIR": str(root)}
+    loops = {
+        admin: subprocess.Popen(
+            [sys.executable, "-c", ADMIN_LOOP.format(admin=admin)], env=env
+        )
+        for admin in ADMIN_COMMANDS
+    }
     try:
         reports = _stress(env, processes=3, kernels=2)
-        survived = loop.poll() is None  # the admin command never failed either
+        survived = {admin: loop.poll() is None for admin, loop in loops.items()}
     finally:
-        loop.kill()
-        loop.wait()
+        for loop in loops.values():
+            loop.kill()
+            loop.wait()
+    return reports, survived
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("admin", ADMIN_COMMANDS)
+def test_an_admin_command_racing_builds_breaks_none(admin_race, admin):
+    reports, survived = admin_race
     assert all(r["ok"] for r in reports), [r["errors"] for r in reports]
-    assert survived, f"cache_admin.{admin} raised while builds ran"
+    assert survived[admin], f"cache_admin.{admin} raised while builds ran"
 
 
 @pytest.mark.slow

@@ -36,18 +36,32 @@ def test_distributed_tuning_saves_identical_tables(tmp_path: Path, count: int):
 
 
 def test_a_process_killed_mid_tune_makes_all_fall_back(tmp_path: Path):
-    job = start_job(
-        "tune_marked",
-        3,
-        tmp_path,
-        common={"TEST_CASE_SECONDS": "1.5", "TEST_EXPECT": "0,2"},
-    )
+    killed_mid_tune = {
+        # One case a process, two candidates (one numba build) each: the kill
+        # lands while process 1 builds, and the others' own first calls bring
+        # them to wait on it.
+        "TEST_SIZES": "1000,300,100",
+        "TEST_MAX_CANDIDATES": "2",
+        # Were process 1 done with its first calls within that second, process
+        # 0's timing (its turn comes first: up to 1.5 s under the tuner's
+        # default spread target) would keep it waiting past the kill.
+        "TEST_CASE_SECONDS": "1.5",
+        "TEST_TARGET_SPREAD": "0.05",
+        # The others take process 1 for gone 3 s after its last beat (the stall
+        # bound is this timeout when under 10 s): 6 beats missed. The votes
+        # (within this timeout too) come a fraction of a second apart: the
+        # processes leave the job's initialisation together.
+        "POLYKERNEL_JOB_TIMEOUT": "3",
+        "TEST_EXPECT": "0,2",
+    }
+    job = start_job("tune_marked", 3, tmp_path, common=killed_mid_tune)
     kill_when(job, 1, "tuning-1", delay=1.0)
     killed = time.monotonic()
     finish(job, limit=150, expect_dead=[1])
     for index in (0, 2):
         r = job.results[index]
         assert r["job"]["outcome"].startswith("fallback: "), r["job"]
+        assert "process 1" in r["job"]["outcome"], r["job"]  # because of the kill
         assert not r["table_changed"]  # nothing saved
         assert [w[0] for w in r["warnings"]] == ["JobFallbackWarning"]
         assert "fell back" in r["warnings"][0][1]
@@ -55,11 +69,20 @@ def test_a_process_killed_mid_tune_makes_all_fall_back(tmp_path: Path):
 
 
 def test_a_process_slowed_ten_times_does_not_split_the_job(tmp_path: Path):
-    slow = {"POLYKERNEL_JOB_TIMEOUT": "60", "TEST_SIZES": "1000,30000"}
+    slow = {
+        # One case a process, two candidates (one numba build) each: process 0
+        # waits ~6 s for process 1's first calls, slowed, about twice the stall
+        # bound (this timeout when under 10 s): its beats keep the job whole.
+        # Its vote, due within the timeout too, comes ~0.2 s (slowed) after it
+        # starts tuning.
+        "POLYKERNEL_JOB_TIMEOUT": "3",
+        "TEST_SIZES": "1000,100",
+        "TEST_MAX_CANDIDATES": "2",
+    }
     job = start_job("tune_marked", 2, tmp_path, common=slow)
     job.wait_marker("tuning-1", 90)
-    # Slowed for the whole tuning, the job's collective part; what follows (its
-    # programs' first compiles) would only make the test ten times longer.
+    # Slowed for the whole tuning, the job's collective part (tune_marked lowers
+    # nothing after it: that would only make the test ten times longer).
     slow_down(job.procs[1], 10, until=job.out / "tuned-1")
     finish(job, limit=300)
     outcomes = {r["job"]["outcome"] for r in job.results.values()}

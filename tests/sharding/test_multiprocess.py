@@ -7,12 +7,14 @@ spanning both, that kernel split by rows, an exported program, a Numba primitive
 numba and cuda_raw), checking its own shards against NumPy
 (``multiprocess_child.py``). Run twice: with a cache directory per process (the
 exporter's cache shipped as a read-only tier), and with one cache directory shared
-by every process (each kernel built once across all of them).
+by every process (each kernel built once across all of them). One export serves
+both: the shared cache starts as a copy of the exporter's.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -35,8 +37,9 @@ def _free_port() -> int:
 
 def _env(run_env: dict, cache: Path, readonly: Path | None = None) -> dict:
     path = os.pathsep.join(filter(None, [str(CHILD.parent), run_env.get("PYTHONPATH")]))
+    # JAX_PLATFORMS=cpu: CPU hosts, also where a GPU is.
     env = {**run_env, "POLYKERNEL_CACHE_DIR": str(cache), "PYTHONPATH": path,
-           "JAX_PLATFORMS": "cpu"}  # fmt: skip  (CPU hosts, also where a GPU is)
+           "JAX_PLATFORMS": "cpu"}  # fmt: skip
     env.pop("XLA_FLAGS", None)  # the children set their device count themselves
     env.pop("POLYKERNEL_CACHE_READONLY", None)
     if readonly is not None:
@@ -44,9 +47,17 @@ def _env(run_env: dict, cache: Path, readonly: Path | None = None) -> dict:
     return env
 
 
-def _export(run_env: dict, cache: Path, artefact: Path) -> None:
-    out = run_python(CHILD, "export", artefact, env=_env(run_env, cache), timeout=120)
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> tuple[Path, Path]:
+    """``(the exporter's cache, the artefact)``: ``row_affine`` exported over 4
+    devices, once for the module (neither test writes that cache: the first only
+    reads it, as a tier, the second runs on a copy)."""
+    folder = tmp_path_factory.mktemp("exporter")
+    cache, artefact = folder / "cache", folder / "row_affine.jaxexport"
+    env = _env(dict(os.environ), cache)
+    out = run_python(CHILD, "export", artefact, env=env, timeout=120)
     assert last_json(out) == {"devices": 4}
+    return cache, artefact
 
 
 def _run(envs: list[dict], artefact: Path) -> list[dict]:
@@ -102,10 +113,9 @@ def _check_results(reports: list[dict]) -> None:
 
 @pytest.mark.slow
 def test_a_cache_per_process_with_the_exporters_cache_as_a_read_only_tier(
-    tmp_path, run_env
+    tmp_path, run_env, exported
 ):
-    shipped, artefact = tmp_path / "shipped", tmp_path / "row_affine.jaxexport"
-    _export(run_env, shipped, artefact)
+    shipped, artefact = exported
     envs = [_env(run_env, tmp_path / f"cache{i}", shipped) for i in range(PROCESSES)]
     before = _listing(shipped)
     reports = _run(envs, artefact)
@@ -123,10 +133,11 @@ def test_a_cache_per_process_with_the_exporters_cache_as_a_read_only_tier(
 
 @pytest.mark.slow
 def test_one_shared_cache_builds_each_kernel_once_across_the_processes(
-    tmp_path, run_env
+    tmp_path, run_env, exported
 ):
-    shared, artefact = tmp_path / "shared", tmp_path / "row_affine.jaxexport"
-    _export(run_env, shared, artefact)  # the exporter builds row_affine there
+    exporters, artefact = exported
+    shared = tmp_path / "shared"
+    shutil.copytree(exporters, shared)  # where the exporter built row_affine
     reports = _run([_env(run_env, shared)] * PROCESSES, artefact)
     _check_results(reports)
     built, hits = _count(reports, "built"), _count(reports, "disk")

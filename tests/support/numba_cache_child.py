@@ -1,16 +1,20 @@
 """Child process for the multi-process Numba cache tests (run as a script).
 
 ``python numba_cache_child.py VARIANT [VARIANT ...]`` builds one kernel per variant
-and prints one JSON line per variant: ``{"variant", "out", "origin"}`` (origin:
-``built``, ``disk`` or ``uncached``). Every variant defines a kernel with the
-*same* qualified name (``k``), as kernel generators do, so Numba hands them
-symbol names that differ only in a per-process uid.
+and prints one JSON line per variant: ``{"variant", "out", "origin", "target",
+"uid"}`` (origin: ``built``, ``disk`` or ``uncached``; target: its FFI target name).
+Every variant defines a kernel with the *same* qualified name (``k``), as kernel
+generators do, so Numba hands them symbol names that differ only in a per-process
+uid: ``uid`` is the one Numba was to give the next function when the variant's
+turn came (the kernel's own, when it is compiled), so a test can check that a
+later process gave a kernel the names an earlier one gave another.
 
 Variants: ``A`` (x + 1), ``B`` (x * 10), ``C<n>`` (adds the closure constant n),
 ``G<n>`` (multiplies by the module global SCALE = n), ``H<n>`` (calls a global
 ``@njit`` helper adding n), ``F`` (``fastmath`` given as a set), ``N`` (allocates
-with ``np.empty``), ``R`` (raises ValueError with run-time values: the line then
-has ``error`` instead of ``out``), ``X`` (calls a ctypes function: not cacheable),
+with ``np.empty``, copies out with a slice assignment: that needs a Numba
+environment), ``R`` (raises ValueError with run-time values: the line then has
+``error`` instead of ``out``), ``X`` (calls a ctypes function: not cacheable),
 ``K`` (an ``@njit(cache=True)`` kernel), ``D`` (calls an ``@njit(cache=True)``
 helper: not cacheable when Numba loads that helper from its own disk cache).
 """
@@ -20,12 +24,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import json
+import re
 import sys
 
 import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
+from numba.core.bytecode import FunctionIdentity
 
 from polykernel.backends.numba import build as _numba_build, numba_kernel
 from polykernel.errors import KernelExecutionError
@@ -148,9 +154,16 @@ def make(variant: str):
     return k
 
 
+def next_uid() -> int:
+    """The uid Numba gives the next function it compiles: a per-process counter
+    (from 1), part of every symbol name; read from its repr, not consumed."""
+    return int(re.fullmatch(r"count\((\d+)\)", repr(FunctionIdentity._unique_ids))[1])
+
+
 def main(variants: list[str]) -> None:
     x = jnp.arange(4, dtype=jnp.float32)
     for variant in variants:
+        uid = next_uid()
         f = numba_kernel(make(variant), jax.ShapeDtypeStruct((4,), jnp.float32))
         try:
             line = {"variant": variant, "out": np.asarray(f(x)).tolist()}
@@ -158,6 +171,7 @@ def main(variants: list[str]) -> None:
             line = {"variant": variant, "error": str(err)}
         (target,) = f._targets.values()
         line["origin"] = _numba_build._handlers[target].origin
+        line.update(target=target, uid=uid)
         print(json.dumps(line), flush=True)
 
 

@@ -10,11 +10,13 @@ compiler the handler is an object file in Numba's JIT, as before.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
@@ -123,20 +125,40 @@ def test_a_kernels_exceptions_read_as_numbas_own():
 
 
 # -- in new processes: misses are rebuilds, never crashes -----------------------------
-def _child(env: dict, *variants: str) -> dict[str, str]:
+def _rows(env: dict, *variants: str) -> dict[str, dict]:
     out = run_python(CHILD, *variants, env=env, timeout=300)
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return {r["variant"]: r["origin"] for r in rows}
+    return {r["variant"]: r for r in rows}
 
 
-def _entry(root: Path) -> Path:
-    (entry,) = [p for p in (root / "numba").iterdir() if (p / "meta.json").is_file()]
-    return entry
+def _child(env: dict, *variants: str) -> dict[str, str]:
+    return {v: r["origin"] for v, r in _rows(env, *variants).items()}
+
+
+def _entries(root: Path) -> dict[str, Path]:
+    """The entries of the Numba cache under ``root``, by the target each holds."""
+    found = [p for p in (root / "numba").iterdir() if (p / "meta.json").is_file()]
+    entries = {json.loads((p / "meta.json").read_text())["entry"]: p for p in found}
+    assert len(entries) == len(found), found  # never two for one target
+    return entries
 
 
 def _edit(entry: Path, **requires) -> None:
     meta = json.loads((entry / "meta.json").read_text())
     meta["requires"].update(requires)
+    (entry / "meta.json").write_text(json.dumps(meta))
+
+
+def _unloadable(entry: Path) -> None:
+    """A library that does not load, its checksum made to match."""
+    library = entry / "handler.so"
+    data = b"\x7fELF" + os.urandom(200)
+    library.write_bytes(data)
+    meta = json.loads((entry / "meta.json").read_text())
+    meta["files"]["handler.so"] = {
+        "size": len(data),
+        "sha256": artefact.file_sha256(library),
+    }
     (entry / "meta.json").write_text(json.dumps(meta))
 
 
@@ -148,29 +170,26 @@ def _missing_isa() -> str | None:
 
 @pytest.mark.slow  # subprocesses, compiles
 def test_an_entry_this_machine_cannot_load_is_rebuilt(run_env, tmp_path):
-    env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "pk"))
-    assert _child(env, "A") == {"A": "built"}
-    entry = _entry(tmp_path / "pk")
-    flag = _missing_isa()
-    changes = [{"ffi": "0" * 32}, {"machine": "sparc-sunos"}]
-    changes += [{"isa": [flag]}] if flag else []
-    for change in changes:
-        _edit(_entry(tmp_path / "pk"), **change)
-        assert _child(env, "A") == {"A": "built"}, change  # replaced, not kept
-        assert _child(env, "A") == {"A": "disk"}
-    # a library that does not load (its checksum made to match): rebuilt
-    library = _entry(tmp_path / "pk") / "handler.so"
-    data = b"\x7fELF" + os.urandom(200)
-    library.write_bytes(data)
-    meta = json.loads((library.parent / "meta.json").read_text())
-    meta["files"]["handler.so"] = {
-        "size": len(data),
-        "sha256": artefact.file_sha256(library),
+    # each fault on the entry of a kernel of its own: one process builds them all,
+    # a later one meets every fault (and rebuilds), a third loads what it rebuilt
+    faults = {
+        "A": functools.partial(_edit, ffi="0" * 32),
+        "B": functools.partial(_edit, machine="sparc-sunos"),
     }
-    (library.parent / "meta.json").write_text(json.dumps(meta))
-    assert _child(env, "A") == {"A": "built"}
-    assert _child(env, "A") == {"A": "disk"}
-    assert entry.name == _entry(tmp_path / "pk").name
+    if flag := _missing_isa():
+        faults["C1"] = functools.partial(_edit, isa=[flag])
+    faults["C2"] = _unloadable
+    env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "pk"))
+    first = _rows(env, *faults)
+    assert {v: r["origin"] for v, r in first.items()} == dict.fromkeys(faults, "built")
+    built = _entries(tmp_path / "pk")
+    assert sorted(built) == sorted(r["target"] for r in first.values())
+    for variant, fault in faults.items():
+        fault(built[first[variant]["target"]])
+    # replaced, not kept (nor stored beside)
+    assert _child(env, *faults) == dict.fromkeys(faults, "built")
+    assert _child(env, *faults) == dict.fromkeys(faults, "disk")
+    assert _entries(tmp_path / "pk") == built
 
 
 def _without_a_c_compiler(run_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
@@ -183,34 +202,18 @@ def _without_a_c_compiler(run_env: dict[str, str], tmp_path: Path) -> dict[str, 
     return env
 
 
-@pytest.mark.slow  # subprocesses, compiles
-def test_without_a_c_compiler_the_handler_is_a_jit_object(run_env, tmp_path):
-    env = _without_a_c_compiler(run_env, tmp_path)
-    code = (
-        "import logging, runpy, sys\n"
-        "logging.basicConfig(level=logging.WARNING)\n"
-        "logging.getLogger('polykernel.backends.numba.build').setLevel(logging.DEBUG)\n"
-        f"sys.argv = [{str(CHILD)!r}, 'A', 'N']\n"
-        f"runpy.run_path({str(CHILD)!r}, run_name='__main__')\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "no C compiler to link a shared object" in proc.stderr
-    files = {p.name for p in (tmp_path / "pk" / "numba").rglob("handler.*")}
-    assert files == {"handler.o"}
-    # a later process (with a compiler or not) loads the object into Numba's JIT
-    assert _child(env, "A", "N") == {"A": "disk", "N": "disk"}
-
-
-PARALLEL = """
-import sys
+#: One process for both tests below (a fresh one costs about 2 CPU-s before its
+#: kernels): the cache child's A and N, with the build's log on stderr, then a
+#: parallel kernel, exported to the file argv[1].
+WITHOUT_A_C_COMPILER = f"""
+import logging, runpy, sys
 from pathlib import Path
+logging.basicConfig(level=logging.WARNING)
+logging.getLogger('polykernel.backends.numba.build').setLevel(logging.DEBUG)
+blob = Path(sys.argv[1])
+sys.argv = [{str(CHILD)!r}, 'A', 'N']
+runpy.run_path({str(CHILD)!r}, run_name='__main__')
+
 import jax, jax.numpy as jnp, numba
 import polykernel as pk
 
@@ -221,8 +224,46 @@ def thrice(x, out):
 
 spec = jax.ShapeDtypeStruct((8,), jnp.float32)
 exported = pk.export(jax.jit(pk.numba_kernel(thrice, spec)))(spec)
-Path(sys.argv[1]).write_bytes(exported.serialize())
+blob.write_bytes(exported.serialize())
 """
+
+
+@dataclass(frozen=True)
+class BuiltWithoutACompiler:
+    """What the ``WITHOUT_A_C_COMPILER`` process left."""
+
+    env: dict[str, str]  # no C compiler, the cache below
+    cache: Path
+    stderr: str
+    blob: Path  # the parallel kernel, exported
+
+
+@pytest.fixture(scope="module")
+def built_without_a_compiler(tmp_path_factory) -> BuiltWithoutACompiler:
+    tmp = tmp_path_factory.mktemp("no_cc")
+    env = _without_a_c_compiler(dict(os.environ), tmp)  # os.environ: as run_env
+    blob = tmp / "thrice.jaxexport"
+    proc = subprocess.run(
+        [sys.executable, "-c", WITHOUT_A_C_COMPILER, str(blob)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return BuiltWithoutACompiler(env, tmp / "pk", proc.stderr, blob)
+
+
+@pytest.mark.slow  # subprocesses, compiles
+def test_without_a_c_compiler_the_handler_is_a_jit_object(built_without_a_compiler):
+    built = built_without_a_compiler
+    assert "no C compiler to link a shared object" in built.stderr
+    files = {p.name for p in (built.cache / "numba").rglob("handler.*")}
+    assert files == {"handler.o"}
+    # a later process (with a compiler or not) loads the object into Numba's JIT
+    assert _child(built.env, "A", "N") == {"A": "disk", "N": "disk"}
+
+
 REVIVE = """
 import sys
 from pathlib import Path
@@ -235,12 +276,10 @@ except pk.KernelRegistrationError as err:
 
 
 @pytest.mark.slow  # subprocesses, compiles
-def test_a_parallel_jit_object_is_refused_under_workqueue(run_env, tmp_path):
-    env = _without_a_c_compiler(run_env, tmp_path)
-    blob = tmp_path / "thrice.jaxexport"
-    run_python("-c", PARALLEL, str(blob), env=env, timeout=300)
-    env["NUMBA_THREADING_LAYER"] = "workqueue"
-    said = run_python("-c", REVIVE, str(blob), env=env, timeout=300)
+def test_a_parallel_jit_object_is_refused_under_workqueue(built_without_a_compiler):
+    built = built_without_a_compiler
+    env = dict(built.env, NUMBA_THREADING_LAYER="workqueue")
+    said = run_python("-c", REVIVE, str(built.blob), env=env, timeout=300)
     assert "cannot register FFI target 'pk_numba_" in said
     assert "the layer is 'workqueue'" in said
     assert "NUMBA_THREADING_LAYER=omp" in said

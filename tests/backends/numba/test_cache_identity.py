@@ -6,6 +6,14 @@ artefact is only correct if a *later* process, which compiled other kernels firs
 the artefact was built from (numba/numba#10486 is the mechanism that broke it).
 The child script is ``numba_cache_child.py``; each variant defines a kernel named
 ``k``.
+
+A fresh process costs about a CPU-second before it compiles anything, so scenarios
+that need the same kind of process run side by side in one (each with kernels of
+its own, in one cache): :data:`SAME_NAMES` and :data:`MISSES` list those rounds,
+run once for the module by the fixtures of the same names. Each round is still a
+new process that only finds what the earlier ones left on disk, and each row says
+which Numba uid its kernel took, so the tests check that a later process really
+handed a kernel the names an earlier process gave another.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -42,6 +51,8 @@ def expect(variant: str) -> list[float]:
 
 RAISED = "the kernel raised ValueError: ('bad value', 3, 3.0)"
 
+Rows = dict[str, dict]  # variant -> its child's line (out, origin, target, uid)
+
 
 def _start(env: dict, *variants: str) -> subprocess.Popen:
     return subprocess.Popen(
@@ -53,7 +64,7 @@ def _start(env: dict, *variants: str) -> subprocess.Popen:
     )
 
 
-def _finish(proc: subprocess.Popen) -> dict[str, dict]:
+def _finish(proc: subprocess.Popen) -> Rows:
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, f"rc={proc.returncode}\n{err[-3000:]}"
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
@@ -65,11 +76,21 @@ def _finish(proc: subprocess.Popen) -> dict[str, dict]:
     return {r["variant"]: r for r in rows}
 
 
-def _child(env: dict, *variants: str) -> dict[str, str]:
-    """Run the variants in a fresh process; check every result; return origins."""
+def _run(env: dict, *variants: str) -> Rows:
+    """Run the variants in a fresh process; check every result; return its rows."""
     rows = _finish(_start(env, *variants))
     assert list(rows) == list(variants)
-    return {v: r["origin"] for v, r in rows.items()}
+    return rows
+
+
+def origins(rows: Rows, *variants: str) -> dict[str, str]:
+    """Where each of ``variants`` came from, in their order in ``rows``."""
+    return {v: r["origin"] for v, r in rows.items() if v in variants}
+
+
+def _child(env: dict, *variants: str) -> dict[str, str]:
+    """Run the variants in a fresh process; check every result; return origins."""
+    return origins(_run(env, *variants), *variants)
 
 
 def _env(run_env: dict, tmp_path: Path) -> dict:
@@ -83,35 +104,102 @@ def _entries(tmp_path: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / "meta.json").is_file())
 
 
+def _meta(entry: Path) -> dict:
+    return json.loads((entry / "meta.json").read_text())
+
+
+def _targets(tmp_path: Path) -> dict[str, Path]:
+    """The cache's entries under ``tmp_path``, by the target each one holds."""
+    return {_meta(entry)["entry"]: entry for entry in _entries(tmp_path)}
+
+
 def _disk(tmp_path: Path) -> tuple[int, int]:
     files = [p for p in (tmp_path / "pk").rglob("*") if p.is_file()]
     return len(files), sum(p.stat().st_size for p in files)
 
 
+def _same_uid(later: dict, earlier: dict) -> None:
+    """``later`` was compiled with the uid (so the symbol names) of ``earlier``,
+    which an earlier process built: what made a name-keyed cache serve the wrong
+    code."""
+    assert later["origin"] == earlier["origin"] == "built"
+    assert later["uid"] == earlier["uid"], (later, earlier)
+
+
+@dataclass
+class Rounds:
+    """Fresh processes, one after the other, in one cache (``root / "pk"``)."""
+
+    root: Path
+    rows: list[Rows] = field(default_factory=list)  # each process's rows
+    # after each process: the target of every entry (twice if stored twice)
+    stored: list[list[str]] = field(default_factory=list)
+    kept: dict[str, tuple[Path, bytes]] = field(default_factory=dict)  # see misses
+
+    def run(self, *variants: str) -> Rows:
+        env = _env(dict(os.environ), self.root)  # os.environ: what run_env gives
+        rows = _run(env, *variants)
+        self.rows.append(rows)
+        self.stored.append(sorted(_meta(e)["entry"] for e in _entries(self.root)))
+        return rows
+
+    def targets(self, *variants: str) -> list[str]:
+        """The targets of ``variants``, each once."""
+        every = [row for rows in self.rows for row in rows.values()]
+        return sorted({r["target"] for r in every if r["variant"] in variants})
+
+
+# -- same-named kernels: a later process compiles other kernels first -----------------
+#: Three scenarios side by side (their kernels are all different): in each process
+#: every scenario's kernels are compiled after as many functions as in the others,
+#: so they take the uids (the names) a kernel of the same scenario took in an
+#: earlier process, as when each ran alone; the tests check it (`_same_uid`).
+SAME_NAMES = (
+    ("B", "C3", "G5", "H1"),
+    ("A", "B", "C4", "C3", "G7", "H2"),
+    ("B", "A", "H2", "G5", "H1", "G7"),
+)
+
+
+@pytest.fixture(scope="module")
+def same_names(tmp_path_factory) -> Rounds:
+    rounds = Rounds(tmp_path_factory.mktemp("same_names"))
+    for variants in SAME_NAMES:
+        rounds.run(*variants)
+    return rounds
+
+
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
-def test_same_named_kernels_in_both_orders(run_env, tmp_path):
-    env = _env(run_env, tmp_path)
-    assert _child(env, "B") == {"B": "built"}
+def test_same_named_kernels_in_both_orders(same_names):
+    first, second, third = same_names.rows
+    assert origins(first, "B") == {"B": "built"}
     # the issue's reproduction: this B printed A's results
-    assert _child(env, "A", "B") == {"A": "built", "B": "disk"}
-    assert _child(env, "B", "A") == {"B": "disk", "A": "disk"}
+    assert origins(second, "A", "B") == {"A": "built", "B": "disk"}
+    _same_uid(second["A"], first["B"])
+    assert origins(third, "B", "A") == {"B": "disk", "A": "disk"}
 
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
-def test_kernels_differing_only_in_a_closure_constant(run_env, tmp_path):
-    env = _env(run_env, tmp_path)
-    assert _child(env, "C3") == {"C3": "built"}
-    assert _child(env, "C4", "C3") == {"C4": "built", "C3": "disk"}
-    assert len(_entries(tmp_path)) == 2
+def test_kernels_differing_only_in_a_closure_constant(same_names):
+    first, second, _ = same_names.rows
+    assert origins(first, "C3") == {"C3": "built"}
+    assert origins(second, "C4", "C3") == {"C4": "built", "C3": "disk"}
+    _same_uid(second["C4"], first["C3"])
+    # two entries, neither replaced by the other: one for each kernel the two
+    # rounds built, and no more
+    assert len(same_names.targets("C3", "C4")) == 2
+    assert same_names.stored[1] == same_names.targets(*SAME_NAMES[0], *SAME_NAMES[1])
 
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
-def test_kernels_differing_only_in_a_global_or_a_helper(run_env, tmp_path):
-    env = _env(run_env, tmp_path)
-    assert _child(env, "G5", "H1") == {"G5": "built", "H1": "built"}
+def test_kernels_differing_only_in_a_global_or_a_helper(same_names):
+    first, second, third = same_names.rows
+    assert origins(first, "G5", "H1") == {"G5": "built", "H1": "built"}
     # same kernel code, another global value / another global helper function
-    assert _child(env, "G7", "H2") == {"G7": "built", "H2": "built"}
-    assert _child(env, "H2", "G5", "H1", "G7") == dict.fromkeys(
+    assert origins(second, "G7", "H2") == {"G7": "built", "H2": "built"}
+    _same_uid(second["G7"], first["G5"])
+    _same_uid(second["H2"], first["H1"])
+    assert origins(third, "H2", "G5", "H1", "G7") == dict.fromkeys(
         ("H2", "G5", "H1", "G7"), "disk"
     )
 
@@ -120,8 +208,11 @@ def test_kernels_differing_only_in_a_global_or_a_helper(run_env, tmp_path):
 def test_many_kernels_in_one_process(run_env, tmp_path):
     env = _env(run_env, tmp_path)
     variants = [f"C{n}" for n in range(12)]
-    assert set(_child(env, *variants).values()) == {"built"}
-    assert set(_child(env, "A", *reversed(variants)).values()) == {"built", "disk"}
+    first = _run(env, *variants)
+    assert set(origins(first, *variants).values()) == {"built"}
+    second = _run(env, "A", *reversed(variants))
+    assert set(origins(second, "A", *variants).values()) == {"built", "disk"}
+    _same_uid(second["A"], first["C0"])
     assert len(_entries(tmp_path)) == 13
 
 
@@ -148,41 +239,84 @@ def test_another_hash_seed_adds_nothing(run_env, tmp_path):
     assert _disk(tmp_path) == before
 
 
-@pytest.mark.slow  # over a second here (subprocesses, compiles)
-def test_corrupt_or_truncated_entry_is_rebuilt(run_env, tmp_path):
-    env = _env(run_env, tmp_path)
-    assert _child(env, "A") == {"A": "built"}
-    (entry,) = _entries(tmp_path)
+# -- misses: entries a later process must not load, kernels it must not store --------
+def _truncate(entry: Path) -> None:
     obj = entry / "handler.so"
-    data = obj.read_bytes()
-    obj.write_bytes(data[: len(data) // 2])  # truncated
-    assert _child(env, "A") == {"A": "built"}
+    obj.write_bytes(obj.read_bytes()[: obj.stat().st_size // 2])
+
+
+def _scramble(entry: Path) -> None:
+    obj = entry / "handler.so"
     obj.write_bytes(bytes(b ^ 0xFF for b in obj.read_bytes()))  # same size, garbage
-    assert _child(env, "A") == {"A": "built"}
+
+
+def _break_meta(entry: Path) -> None:
     (entry / "meta.json").write_text("{not json")
-    assert _child(env, "A") == {"A": "built"}
-    assert _child(env, "A") == {"A": "disk"}
-    assert obj.read_bytes() == data
+
+
+#: How `misses` damages each of these kernels' entries after the first round.
+DAMAGE = {"C1": _truncate, "C2": _scramble, "C3": _break_meta}
+
+#: Three scenarios side by side (their kernels are all different, and none depends
+#: on the uids its kernels take): kernels reading a Numba environment (N, R), an
+#: uncacheable one (X, then A after it) and damaged entries (DAMAGE's kernels).
+MISSES = (
+    ("N", "R", "X", *DAMAGE),
+    ("R", "N", "X", "A", *DAMAGE),
+    tuple(DAMAGE),
+)
+
+
+@pytest.fixture(scope="module")
+def misses(tmp_path_factory) -> Rounds:
+    """MISSES's rounds; between the first two, DAMAGE done to its kernels' entries
+    (each library as built kept, by variant, in ``kept``)."""
+    rounds = Rounds(tmp_path_factory.mktemp("misses"))
+    first = rounds.run(*MISSES[0])
+    entries = _targets(rounds.root)
+    for variant, damage in DAMAGE.items():
+        obj = entries[first[variant]["target"]] / "handler.so"
+        rounds.kept[variant] = (obj, obj.read_bytes())
+        damage(obj.parent)
+    for variants in MISSES[1:]:
+        rounds.run(*variants)
+    return rounds
 
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
-def test_kernels_reading_a_numba_environment_are_cached(run_env, tmp_path):
-    # np.empty checks its shape, and R raises with run-time values: both box
-    # values through a Numba environment, which the loader provides afresh
-    env = _env(run_env, tmp_path)
-    assert _child(env, "N", "R") == {"N": "built", "R": "built"}
-    assert _child(env, "R", "N") == {"R": "disk", "N": "disk"}
-    metas = [json.loads((e / "meta.json").read_text()) for e in _entries(tmp_path)]
+def test_corrupt_or_truncated_entry_is_rebuilt(misses):
+    # each kind of damage on an entry of its own: one process meets them all
+    first, second, third = misses.rows
+    assert origins(first, *DAMAGE) == dict.fromkeys(DAMAGE, "built")
+    assert origins(second, *DAMAGE) == dict.fromkeys(DAMAGE, "built")
+    assert origins(third, *DAMAGE) == dict.fromkeys(DAMAGE, "disk")
+    for variant, (obj, data) in misses.kept.items():
+        assert obj.read_bytes() == data, variant
+
+
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
+def test_kernels_reading_a_numba_environment_are_cached(misses):
+    # N's slice assignment checks shapes (in numba.np.arrayobj), and R raises
+    # with run-time values: both box values through a Numba environment, which
+    # the loader provides afresh
+    first, second, _ = misses.rows
+    assert origins(first, "N", "R") == {"N": "built", "R": "built"}
+    assert origins(second, "R", "N") == {"R": "disk", "N": "disk"}
+    entries = _targets(misses.root)
+    metas = [_meta(entries[first[v]["target"]]) for v in ("N", "R")]
     assert all(m["environments"] for m in metas)
 
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
-def test_uncacheable_kernel_runs_and_writes_nothing(run_env, tmp_path):
-    env = _env(run_env, tmp_path)
-    assert _child(env, "X") == {"X": "uncached"}
-    assert _child(env, "X", "A") == {"X": "uncached", "A": "built"}
-    (entry,) = _entries(tmp_path)  # only A's
-    assert json.loads((entry / "meta.json").read_text())["label"] == "make.<locals>.k"
+def test_uncacheable_kernel_runs_and_writes_nothing(misses):
+    first, second, _ = misses.rows
+    assert origins(first, "X") == {"X": "uncached"}
+    assert origins(second, "X", "A") == {"X": "uncached", "A": "built"}
+    # after each round: the other kernels' entries, and not one more
+    assert misses.stored[0] == misses.targets("N", "R", *DAMAGE)
+    assert misses.stored[1] == misses.targets("N", "R", "A", *DAMAGE)
+    entry = _targets(misses.root)[second["A"]["target"]]
+    assert _meta(entry)["label"] == "make.<locals>.k"
     assert os.stat(entry).st_mode & 0o077 == 0
 
 

@@ -7,7 +7,8 @@
 - ``user-nolinker``: the same where no C compiler can link (the JIT fallback);
 - ``catalog``: the catalog's ``scaled_add`` on the ``warp`` backend;
 - ``export DIR``: ``user``, then the program exported to ``DIR/warp.jaxexport``
-  (``export-nolinker``: built where no C compiler can link);
+  (``export-nolinker``: built where no C compiler can link); the report is the
+  ``user`` part's, taken before the export (``test_linked.py`` counts on it);
 - ``run DIR``: with ``warp`` and ``llvmlite`` not importable, load that program
   with ``pk.load_exported`` and run it (``run-llvmlite``: only ``warp`` is not
   importable).

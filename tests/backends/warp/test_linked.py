@@ -1,8 +1,10 @@
 """A Warp CPU kernel built once into a shared object that loads without Warp or
 llvmlite: its handler linked with Warp's object, kept in the cache, loaded by name.
 
-Each process here is fresh (``linked_child.py``), with caches of its own test: the
-first builds (Warp compiles, the handler is linked), the next ones only load.
+Each process here is fresh (``linked_child.py``). The first of a scenario builds
+(Warp compiles, the handler is linked): it runs once for the module
+(``first_process``) and each test goes on in a copy of its caches, so the later
+processes, which only load, and the damage a test does are that test's alone.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,20 +47,61 @@ def _child(env: dict[str, str], *args: object) -> dict:
     return last_json(run_python(CHILD, *map(str, args), env=env, timeout=300))
 
 
-def _linked_entries(tmp_path: Path) -> list[Path]:
-    return sorted((tmp_path / "pk" / "warp").glob("pk_warp_*-*"))
+def _linked_entries(root: Path) -> list[Path]:
+    return sorted((root / "pk" / "warp").glob("pk_warp_*-*"))
+
+
+@dataclass(frozen=True)
+class FirstProcess:
+    root: Path  # its caches (pk/, warp/) and, after an export, warp.jaxexport
+    report: dict
+
+    def copied_to(self, tmp_path: Path) -> dict[str, str]:
+        """Its caches and export, copied into ``tmp_path``: the environment of a
+        test's later processes, which may damage or add entries there."""
+        shutil.copytree(self.root, tmp_path, dirs_exist_ok=True)
+        return _env(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def first_process(tmp_path_factory):
+    """The cold first process of a mode, run once for the module (a cold one costs
+    ~3 CPU-s: Warp compiles and the handler is linked), in caches of its own.
+
+    Tests that start with a ``user`` process take an ``export`` one: it is a
+    ``user`` process that exports afterwards, its report is taken before, and the
+    caches it leaves are the same files (the export calls the same target), so one
+    such process serves them all (likewise ``export-nolinker`` for
+    ``user-nolinker``)."""
+    runs: dict[str, FirstProcess] = {}
+
+    def run(mode: str) -> FirstProcess:
+        if mode not in runs:
+            root = tmp_path_factory.mktemp(mode)
+            runs[mode] = FirstProcess(root, _child(_env(root), mode, root))
+        return runs[mode]
+
+    return run
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["user", "catalog"])
-def test_a_warm_process_loads_the_shared_object_and_builds_nothing(tmp_path, mode):
-    env = _env(tmp_path)
-    cold = _child(env, mode)
+@pytest.mark.parametrize(
+    ("first_mode", "mode"),
+    [("export", "user"), ("catalog", "catalog")],
+    ids=["user", "catalog"],
+)
+def test_a_warm_process_loads_the_shared_object_and_builds_nothing(
+    tmp_path, first_process, first_mode, mode
+):
+    first = first_process(first_mode)
+    cold = first.report
     assert cold["out"] == [2.0 * x + 1 for x in X]
     assert cold["artefact"] is not None and cold["warp_built"]
-    (entry,) = _linked_entries(tmp_path)
-    assert cold["artefact"]["library"] == str(entry / "handler.so")
+    (built,) = _linked_entries(first.root)
+    assert cold["artefact"]["library"] == str(built / "handler.so")
 
+    env = first.copied_to(tmp_path)
+    (entry,) = _linked_entries(tmp_path)
     warm = _child(env, mode)
     assert warm["out"] == cold["out"] and warm["targets"] == cold["targets"]
     assert warm["artefact"]["library"] == str(entry / "handler.so")
@@ -68,9 +113,8 @@ def test_a_warm_process_loads_the_shared_object_and_builds_nothing(tmp_path, mod
 
 
 @pytest.mark.slow
-def test_only_the_handler_is_exported(tmp_path):
-    _child(_env(tmp_path), "user")
-    (entry,) = _linked_entries(tmp_path)
+def test_only_the_handler_is_exported(first_process):
+    (entry,) = _linked_entries(first_process("export").root)  # only read here
     meta = json.loads((entry / "meta.json").read_text())
     library = ctypes.CDLL(str(entry / "handler.so"), mode=ctypes.RTLD_LOCAL)
     assert getattr(library, meta["symbol"])  # the handler, named like its target
@@ -80,10 +124,11 @@ def test_only_the_handler_is_exported(tmp_path):
 
 @pytest.mark.slow
 def test_an_exported_program_runs_where_warp_and_llvmlite_cannot_be_imported(
-    tmp_path,
+    tmp_path, first_process
 ):
-    env = _env(tmp_path)
-    exported = _child(env, "export", tmp_path)
+    first = first_process("export")
+    exported = first.report
+    env = first.copied_to(tmp_path)
     loaded = _child(env, "run", tmp_path)
     assert loaded["out"] == [4.0 * x for x in X]
     assert not loaded["warp_imported"] and not loaded["llvmlite"]
@@ -93,13 +138,12 @@ def test_an_exported_program_runs_where_warp_and_llvmlite_cannot_be_imported(
 
 @pytest.mark.slow
 def test_a_target_built_without_a_compiler_is_linked_again_by_its_reviver(
-    tmp_path,
+    tmp_path, first_process
 ):
     # As when the program was exported under another jaxlib: the cache holds
     # Warp's object but no shared object for this one. The reviver links one from
     # that object with llvmlite and the C compiler; Warp is not needed.
-    env = _env(tmp_path)
-    _child(env, "export-nolinker", tmp_path)
+    env = first_process("export-nolinker").copied_to(tmp_path)
     assert _linked_entries(tmp_path) == []
     loaded = _child(env, "run-llvmlite", tmp_path)
     assert loaded["out"] == [4.0 * x for x in X]
@@ -109,9 +153,12 @@ def test_a_target_built_without_a_compiler_is_linked_again_by_its_reviver(
 
 
 @pytest.mark.slow
-def test_without_a_compiler_the_handler_is_jit_compiled_then_linked_later(tmp_path):
-    env = _env(tmp_path)
-    jit = _child(env, "user-nolinker")
+def test_without_a_compiler_the_handler_is_jit_compiled_then_linked_later(
+    tmp_path, first_process
+):
+    first = first_process("export-nolinker")  # user-nolinker, then an export
+    jit = first.report
+    env = first.copied_to(tmp_path)
     assert jit["out"] == [2.0 * x + 1 for x in X]
     assert jit["artefact"] is None and jit["llvmlite"] and jit["portable"]
     assert _linked_entries(tmp_path) == []
@@ -150,15 +197,16 @@ def _junk_but_listed(entry: Path) -> None:
     ids=["checksum", "requirements", "unloadable"],
 )
 def test_a_damaged_or_unfit_entry_is_a_miss_and_the_kernel_is_rebuilt(
-    tmp_path, spoil, cached
+    tmp_path, first_process, spoil, cached
 ):
-    env = _env(tmp_path)
-    first = _child(env, "user")
+    first = first_process("export")
+    env = first.copied_to(tmp_path)
     (entry,) = _linked_entries(tmp_path)
     spoil(entry)
     again = _child(env, "user")
-    assert again["out"] == first["out"] and again["targets"] == first["targets"]
-    assert again["artefact"]["sha256"] == first["artefact"]["sha256"]
+    built = first.report
+    assert again["out"] == built["out"] and again["targets"] == built["targets"]
+    assert again["artefact"]["sha256"] == built["artefact"]["sha256"]
     in_cache = again["artefact"]["library"] == str(entry / "handler.so")
     # A damaged entry is replaced. An entry that is valid but unfit here is kept
     # (its key names the same content) and this process loads its own build: a
