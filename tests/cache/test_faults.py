@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import jax
@@ -228,6 +229,52 @@ def test_a_lock_file_removed_while_being_taken_is_taken_again(fresh_cache, monke
         assert held_by_another(section, key)
         assert not remove_free_lock(path)  # a held lock file stays
     assert remove_free_lock(path) and not path.exists()
+
+
+def test_a_lock_folder_removed_while_a_lock_is_taken_is_made_again(
+    fresh_cache, monkeypatch
+):
+    # `clear` removes the empty locks folder between a builder making it and
+    # opening its lock file in it: the builder makes it again and holds its lock
+    # (it used to warn "cannot take the build lock" and build unlocked).
+    from polykernel.cache import locks
+
+    section, key = fresh_cache / "native", "b" * 40
+    path = lock_path(section, key)
+    real, removed = locks.ensure_dir, []
+
+    def ensure_then_cleared(folder, *args, **kwargs):
+        made = real(folder, *args, **kwargs)
+        if len(removed) < 3:  # three clears in a row
+            folder.rmdir()
+            removed.append(folder)
+        return made
+
+    monkeypatch.setattr(locks, "ensure_dir", ensure_then_cleared)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no CacheWarning: the lock is held
+        with entry_lock(section, key) as held:
+            assert held and len(removed) == 3
+            assert held_by_another(section, key)
+    assert path.is_file()
+
+
+def test_a_lock_folder_that_keeps_disappearing_builds_unlocked(
+    fresh_cache, monkeypatch
+):
+    from polykernel.cache import locks
+
+    real = locks.ensure_dir
+
+    def always_cleared(folder, *args, **kwargs):
+        made = real(folder, *args, **kwargs)
+        folder.rmdir()
+        return made
+
+    monkeypatch.setattr(locks, "ensure_dir", always_cleared)
+    warned = pytest.warns(pk.CacheWarning, match="cannot take the build lock")
+    with warned, entry_lock(fresh_cache / "native", "c" * 40) as held:
+        assert not held  # bounded: after that many folders, the build goes unlocked
 
 
 def test_a_fresh_staging_folder_is_not_pruned(fresh_cache):

@@ -9,6 +9,8 @@ Lock files are removed by ``clear`` when free, so a process may open a lock file
 lose it to that removal, then lock the removed file and hold nothing another
 process can see. A lock therefore counts only when, once taken, the path still
 names the locked file (same device and inode); otherwise it is taken again.
+``clear`` also removes the ``locks`` folder once it is empty, so a builder that
+finds its folder gone before it could open its lock file makes it again.
 
 Locks never fail a build: with ``POLYKERNEL_CACHE_LOCKING=0`` (or ``false``, ``no``,
 ``off``: :func:`polykernel.config.env_flag`; a filesystem whose
@@ -58,6 +60,10 @@ def lock_path(section: Path, key: str) -> Path:
     return section / "locks" / f"{key[:KEY_CHARS]}.lock"
 
 
+#: Times a lock's folder is made again when ``clear`` removed it in between.
+_FOLDER_REMADE = 100
+
+
 def _take(path: Path, blocking: bool) -> BinaryIO | None:
     """Open (creating) and lock ``path``; the locked file, or None when
     ``blocking`` is False and another holds it.
@@ -65,10 +71,19 @@ def _take(path: Path, blocking: bool) -> BinaryIO | None:
     Raises:
         OSError, CacheError: the lock file cannot be created or locked.
     """
+    remade = 0
     while True:
         ensure_dir(path.parent)
-        # A regular file only (a FIFO in the way: an OSError, the build unlocked).
-        fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        try:
+            # A regular file only (a FIFO in the way: an OSError, the build unlocked).
+            fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        except FileNotFoundError:
+            # `clear` removed the (empty) locks folder between the two: make it
+            # again, a bounded number of times (a clear running back to back).
+            remade += 1
+            if remade > _FOLDER_REMADE:
+                raise
+            continue
         fh = os.fdopen(fd, "a+b")
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
