@@ -29,7 +29,7 @@ from subprocess_support import SUPPORT, last_json, run_python
 
 import polykernel as pk
 from polykernel.backends.numba.build import loaded_handler
-from polykernel.cache import admin as cache_admin
+from polykernel.cache import admin as cache_admin, locks
 from polykernel.cache.locks import (
     entry_lock,
     held_by_another,
@@ -237,8 +237,6 @@ def test_a_lock_folder_removed_while_a_lock_is_taken_is_made_again(
     # `clear` removes the empty locks folder between a builder making it and
     # opening its lock file in it: the builder makes it again and holds its lock
     # (it used to warn "cannot take the build lock" and build unlocked).
-    from polykernel.cache import locks
-
     section, key = fresh_cache / "native", "b" * 40
     path = lock_path(section, key)
     real, removed = locks.ensure_dir, []
@@ -262,8 +260,6 @@ def test_a_lock_folder_removed_while_a_lock_is_taken_is_made_again(
 def test_a_lock_folder_that_keeps_disappearing_builds_unlocked(
     fresh_cache, monkeypatch
 ):
-    from polykernel.cache import locks
-
     real = locks.ensure_dir
 
     def always_cleared(folder, *args, **kwargs):
