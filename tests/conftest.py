@@ -14,7 +14,9 @@ runs, and a run where JAX sees no GPU fails at start instead of skipping them.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
+import runpy
 import shutil
 import stat
 import sys
@@ -24,6 +26,16 @@ from pathlib import Path
 # Helpers and child scripts (tests/support/) import as top-level modules, in this
 # process and in the children that add the folder to their path.
 sys.path.insert(0, str(Path(__file__).parent / "support"))
+# Every Python process of the run collects cyclic garbage less often: the folder
+# holding support/child_site/sitecustomize.py goes first on PYTHONPATH, for the
+# pytest-xdist workers and every child started with the run's environment, and its
+# settings apply to this process too (it started before the variable was set).
+_CHILD_SITE = str(Path(__file__).parent / "support" / "child_site")
+if _CHILD_SITE not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [_CHILD_SITE, os.environ.get("PYTHONPATH")])
+    )
+runpy.run_path(os.path.join(_CHILD_SITE, "sitecustomize.py"))
 
 _RUN_DIR = tempfile.mkdtemp(prefix="polykernel-tests-")
 os.chmod(_RUN_DIR, 0o700)
@@ -125,6 +137,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             "machine with an NVIDIA GPU and driver, with a CUDA-enabled jax "
             "(`make test-gpu` installs jax[cuda12]; set JAX_CUDA=cuda13 for CUDA 13)."
         )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # What collection imported (JAX, NumPy, Numba, the test modules) lives as long
+    # as the process: out of every later collection's traversal.
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:

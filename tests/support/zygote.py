@@ -47,6 +47,7 @@ JSON line each); tests call ``run_script`` or ``run``.
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import select
@@ -205,6 +206,9 @@ def _server() -> None:
 
     for name in PRELOADS[sys.argv[1] if len(sys.argv) > 1 else "full"]:
         importlib.import_module(name)
+    # What was imported lives as long as any child: no child's collections
+    # traverse it (or write to its pages, which the fork shares until then).
+    gc.freeze()
     # OpenBLAS shuts its thread pool down at fork (see the module docstring).
     if (pid := os.fork()) == 0:
         os._exit(0)
