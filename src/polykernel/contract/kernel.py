@@ -57,6 +57,7 @@ from ..errors import (
 )
 from ..platforms import Platform
 from .backend_fields import check_platforms
+from .collecting import fewer_collections
 from .hooks import checked_emitted, translated_error
 from .memo import BuildMemo
 from .options import check_alias_inputs, check_aliases, resolve_vmap_method
@@ -329,8 +330,10 @@ class BackendKernel:
     def _emit(
         self, platform: Platform, arrays: Sequence[Any], scalars: Scalars, outs: OutSpec
     ) -> list[Any]:
-        # The one caller of the backend's emit: what it returns is checked here.
-        result = self.emit(platform, arrays, scalars, outs)
+        # The one caller of the backend's emit: what it returns is checked here, and
+        # the build it may run collects garbage less often (.collecting).
+        with fewer_collections():
+            result = self.emit(platform, arrays, scalars, outs)
         return checked_emitted(self, platform, result, outs)
 
 

@@ -1,0 +1,135 @@
+"""Fewer garbage collections while a kernel is emitted (contract/collecting.py):
+thresholds raised for the block, restored by the last thread out, a user's own
+setting kept, and every backend's build inside it (the one caller of ``emit``)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import polykernel as pk
+from polykernel.contract.collecting import BUILD_THRESHOLDS, fewer_collections
+
+DEFAULTS = (700, 10, 10)  # Python's own (the test run sets larger ones)
+SPEC = jax.ShapeDtypeStruct((4,), jnp.float32)
+
+
+@pytest.fixture
+def thresholds():
+    """Python's default thresholds for the test, the run's restored after it."""
+    before = gc.get_threshold()
+    gc.set_threshold(*DEFAULTS)
+    yield
+    gc.set_threshold(*before)
+
+
+def test_the_block_raises_the_thresholds_and_restores_them(thresholds):
+    with fewer_collections():
+        assert gc.get_threshold() == BUILD_THRESHOLDS
+    assert gc.get_threshold() == DEFAULTS
+
+
+def test_they_are_restored_when_the_block_raises(thresholds):
+    with pytest.raises(ValueError, match="build failed"), fewer_collections():
+        raise ValueError("build failed")
+    assert gc.get_threshold() == DEFAULTS
+
+
+def test_larger_thresholds_are_never_lowered_and_the_collector_stays_as_it_was(
+    thresholds,
+):
+    gc.set_threshold(100_000, 5, 500)
+    gc.disable()
+    try:
+        with fewer_collections():
+            assert gc.get_threshold() == (100_000, 50, 500)
+            assert not gc.isenabled()
+        assert gc.get_threshold() == (100_000, 5, 500) and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_users_setting_made_during_the_block_is_kept(thresholds):
+    with fewer_collections():
+        gc.set_threshold(2000, 20, 20)
+    assert gc.get_threshold() == (2000, 20, 20)
+
+
+def test_nested_and_concurrent_blocks_restore_once_the_last_has_ended(thresholds):
+    inside, release, seen = threading.Event(), threading.Event(), []
+
+    def build() -> None:
+        with fewer_collections():
+            inside.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=build)
+    with fewer_collections():
+        with fewer_collections():  # re-entered by the same thread
+            worker.start()
+            assert inside.wait(10)
+        seen.append(gc.get_threshold())  # the inner block ended
+    seen.append(gc.get_threshold())  # this thread's ended; the worker's has not
+    release.set()
+    worker.join(10)
+    assert seen == [BUILD_THRESHOLDS, BUILD_THRESHOLDS]
+    assert gc.get_threshold() == DEFAULTS
+
+
+class RecordingKernel(pk.BackendKernel):
+    """An out-of-tree backend's kernel whose ``emit`` notes the thresholds."""
+
+    backend = "pk_collecting_test"
+
+    def __init__(self, during: list) -> None:
+        super().__init__("recording_kernel", "k", SPEC, platforms=("cpu",))
+        self.during = during
+
+    def emit(self, platform, arrays, scalars, outs):
+        self.during.append(gc.get_threshold())
+        return [arrays[0] * 2]
+
+
+def test_every_backends_emit_runs_inside_the_block(thresholds):
+    during: list = []
+    kernel = RecordingKernel(during)
+    x = jnp.arange(4, dtype=jnp.float32)
+    np.testing.assert_array_equal(np.asarray(kernel(x)), np.arange(4) * 2)
+    np.testing.assert_array_equal(
+        np.asarray(jax.jit(kernel)(x + 1)), np.arange(1, 5) * 2
+    )
+    assert len(during) == 2 and all(t == BUILD_THRESHOLDS for t in during)
+    assert gc.get_threshold() == DEFAULTS
+
+
+@pytest.mark.slow
+def test_a_numba_kernels_compile_runs_inside_the_block(thresholds):
+    numba = pytest.importorskip("numba")
+    during = []
+
+    def scale(x, out):
+        for i in range(out.size):
+            out[i] = 3 * x[i]
+
+    real = numba.core.compiler.compile_extra
+
+    def compile_extra(*args, **kwargs):
+        during.append(gc.get_threshold())
+        return real(*args, **kwargs)
+
+    numba.core.compiler.compile_extra = compile_extra
+    try:
+        kernel = pk.numba_kernel(
+            numba.njit(scale), jax.ShapeDtypeStruct((5,), jnp.float32)
+        )
+        out = kernel(jnp.arange(5, dtype=jnp.float32))
+    finally:
+        numba.core.compiler.compile_extra = real
+    np.testing.assert_array_equal(np.asarray(out), np.arange(5) * 3)
+    assert during and all(t == BUILD_THRESHOLDS for t in during)
+    assert gc.get_threshold() == DEFAULTS
