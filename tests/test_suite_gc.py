@@ -36,7 +36,9 @@ def test_children_started_with_the_runs_environment_collect_the_same_way(run_env
     fresh = last_json(run_python(code=CHILD, env=run_env))
     assert fresh["thresholds"] == list(_thresholds())
     assert Path(fresh["site"]) == SITE / "sitecustomize.py"
-    assert fresh["frozen"] == 0  # a fresh interpreter: nothing frozen yet
+    # A fresh interpreter froze nothing of its imports (Python 3.12 starts with a
+    # few hundred objects in the permanent generation, 3.11 with none).
+    assert fresh["frozen"] < 1_000
     forked = last_json(run_python(code=CHILD, env=run_env, forked=True))
     assert forked["thresholds"] == list(_thresholds())
     assert forked["frozen"] > 10_000  # the zygote froze what it imported
