@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from subprocess_support import last_json, run_python
 
 import polykernel as pk
 from polykernel.contract.collecting import BUILD_THRESHOLDS, fewer_collections
@@ -133,3 +134,86 @@ def test_a_numba_kernels_compile_runs_inside_the_block(thresholds):
     np.testing.assert_array_equal(np.asarray(out), np.arange(5) * 3)
     assert during and all(t == BUILD_THRESHOLDS for t in during)
     assert gc.get_threshold() == DEFAULTS
+
+
+FORKS = """
+import gc, json, os, threading, time
+from polykernel.contract import collecting
+from polykernel.contract.collecting import fewer_collections
+
+gc.set_threshold(700, 10, 10)
+
+
+def in_child(check):
+    # check() runs in a forked child, whose exit status says what it saw
+    # (0 as expected, 1 not, 2 it hung: killed by the alarm).
+    pid = os.fork()
+    if pid == 0:
+        import signal
+        signal.alarm(5)
+        os._exit(0 if check() else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def child_after_another_threads_build():
+    def fresh():
+        if gc.get_threshold() != (700, 10, 10):
+            return False  # the other thread's build is not in the child
+        with fewer_collections():
+            raised = gc.get_threshold() == collecting.BUILD_THRESHOLDS
+        return raised and gc.get_threshold() == (700, 10, 10)
+
+    inside, release = threading.Event(), threading.Event()
+
+    def build():
+        with fewer_collections():
+            inside.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=build)
+    worker.start()
+    inside.wait(10)
+    status = in_child(fresh)
+    parent = gc.get_threshold() == collecting.BUILD_THRESHOLDS  # still building
+    release.set()
+    worker.join(10)
+    return status, parent
+
+
+def child_forked_inside_a_build():
+    def mine():
+        raised = gc.get_threshold() == collecting.BUILD_THRESHOLDS
+        return raised  # checked again once the block ends below
+
+    with fewer_collections():
+        pid = os.fork()
+        if pid == 0:
+            ok = mine()
+    if pid == 0:
+        os._exit(0 if ok and gc.get_threshold() == (700, 10, 10) else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def child_of_a_fork_while_the_lock_was_held():
+    def enters():
+        with fewer_collections():
+            pass
+        return gc.get_threshold() == (700, 10, 10)
+
+    with collecting._lock:  # as another thread entering a block would hold it
+        return in_child(enters)
+
+
+another, parent = child_after_another_threads_build()
+print(json.dumps({"another": another, "parent": parent,
+                  "inside": child_forked_inside_a_build(),
+                  "locked": child_of_a_fork_while_the_lock_was_held(),
+                  "after": list(gc.get_threshold())}))
+"""
+
+
+def test_a_forked_child_has_only_the_forking_threads_builds(run_env):
+    got = last_json(run_python(code=FORKS, env=run_env))
+    # 0: as expected in the child; 1: thresholds wrong; -14 (SIGALRM): it hung.
+    assert got == {"another": 0, "parent": True, "inside": 0, "locked": 0,
+                   "after": [700, 10, 10]}  # fmt: skip

@@ -15,12 +15,17 @@ when the collector runs, never what a program computes: reference counting still
 frees every object that is not in a cycle at once, collections stay automatic (only
 rarer, so garbage held in cycles is bounded as before, by a larger count), and
 whether the collector is enabled is not touched. Thresholds a user sets while a
-build runs are theirs: the restore only undoes what this module set.
+build runs are theirs: the restore only undoes what this module set. A process
+forked while another thread builds (``os.fork``, multiprocessing's ``fork``) has
+only the forking thread: it gets a new lock and counts only that thread's own
+blocks, so it neither waits on a lock no thread will release nor keeps the raised
+thresholds for a build that is not there.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,7 +37,8 @@ __all__ = ["BUILD_THRESHOLDS", "fewer_collections"]
 BUILD_THRESHOLDS = (50_000, 50, 50)
 
 _lock = threading.Lock()
-_inside = 0  # threads inside fewer_collections() now
+_inside = 0  # blocks open now, all threads together
+_here = threading.local()  # .depth: blocks open on this thread
 _restore: tuple[int, ...] = ()  # the thresholds to restore when the last leaves
 _ours: tuple[int, ...] = ()  # what this module set (restored only while unchanged)
 
@@ -60,10 +66,29 @@ def fewer_collections() -> Iterator[None]:
             if _ours != _restore:
                 gc.set_threshold(*_ours)
         _inside += 1
+        _here.depth = getattr(_here, "depth", 0) + 1
     try:
         yield
     finally:
         with _lock:
+            _here.depth -= 1
             _inside -= 1
-            if _inside == 0 and gc.get_threshold() == _ours != _restore:
-                gc.set_threshold(*_restore)
+            _restore_if_last()
+
+
+def _restore_if_last() -> None:
+    if _inside == 0 and gc.get_threshold() == _ours != _restore:
+        gc.set_threshold(*_restore)
+
+
+def _forked() -> None:
+    """In a forked child: only the forking thread is there (its own blocks stay
+    open); the lock is new, as another thread may have held it at the fork."""
+    global _lock, _inside
+    _lock = threading.Lock()
+    _inside = getattr(_here, "depth", 0)
+    _restore_if_last()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forked)
