@@ -29,6 +29,7 @@ A warning those imports print goes to the zygote's log, not to the script's
 stderr. The zygote runs one child at a time: not for scripts meant to run at once.
 The children share its memory layout too (libraries it loaded are at the same
 addresses in each): a test of what loads in *another* process starts a real one.
+The zygote freezes what it imported (``gc.freeze``): a child's collections skip it.
 
 Two kinds of zygote (:data:`PRELOADS`): ``full`` for the docs pages and examples,
 and ``jax`` (no Numba) for commands and child scripts that tests start one after
