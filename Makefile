@@ -103,7 +103,8 @@ test-fast: $(VENV)/.installed
 # GPU runs. Where a Python with a CUDA-enabled JAX and pytest is already there (the
 # GPU machines we are lent have one, and no network), the suite runs from the source
 # tree with it and installs nothing (.ci/gpu-python finds it; GPU_PYTHON=... names
-# one). Elsewhere the GPU flavour of jax gets its own virtualenv, so `make test`
+# one) but what an install builds: the runtime library (hatch_build.py, run as a
+# script). Elsewhere the GPU flavour of jax gets its own virtualenv, so `make test`
 # stays CPU-only.
 ifneq ($(filter test-gpu demo-gpu,$(MAKECMDGOALS)),)
 GPU_PYTHON := $(shell .ci/gpu-python 2>/dev/null)
@@ -111,9 +112,11 @@ endif
 ifneq ($(GPU_PYTHON),)
 GPU_PY := PYTHONPATH=$(CURDIR)/src$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_PYTHON)
 GPU_DEPS :=
+GPU_INSTALL := $(GPU_PYTHON) hatch_build.py
 else
 GPU_PY := $(VENV)-gpu/bin/python
 GPU_DEPS := $(VENV)-gpu/.installed
+GPU_INSTALL := true
 endif
 
 $(VENV)-gpu/.installed: pyproject.toml
@@ -126,11 +129,13 @@ $(VENV)-gpu/.installed: pyproject.toml
 # pallas, warp where installed) are benchmarked beside the CPU ones.
 demo-gpu: $(GPU_DEPS)
 	mkdir -p -m 700 $(RUN_DIR)
+	$(GPU_INSTALL)
 	$(GPU_PY) $(BYTECODE)
 	$(RUN_ENV) JAX_PLATFORMS=cpu,cuda $(GPU_PY) -m polykernel.demo --output demo-output
 
 test-gpu: $(GPU_DEPS)
 	@echo "== test-gpu with $(GPU_PY)"
+	$(GPU_INSTALL)
 	$(GPU_PY) $(BYTECODE) tests/support
 	POLYKERNEL_TEST_GPU=1 $(GPU_PY) -m pytest $(PYTEST_ARGS)
 

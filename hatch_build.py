@@ -6,6 +6,10 @@ an empty cache adopts it (``polykernel.native.runtime``). Its recipe is read fro
 ``src/polykernel/native/runtime_recipe.py``, loaded by path: the build environment
 has neither JAX nor polykernel. Without a C compiler, or when the compile fails,
 the install goes on and the library is built at first use, as before.
+
+``python hatch_build.py`` runs the same build into the checkout it sits in, with no
+hatchling: what a suite run from the source tree without an install needs (the GPU
+machines' ``make test-gpu``, which installs nothing).
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+try:
+    from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+except ModuleNotFoundError:  # run as a script: the build alone, no hook
+    BuildHookInterface = None
 
 RECIPE = Path("src") / "polykernel" / "native" / "runtime_recipe.py"
 
@@ -66,20 +73,38 @@ def build_runtime(root: Path) -> str | None:
     return None
 
 
-class RuntimeLibraryHook(BuildHookInterface):
-    PLUGIN_NAME = "custom"
+def _say_not_built(why_not: str) -> None:
+    print(f"polykernel: runtime library not built at install ({why_not}); "
+          "it is built at first use.", file=sys.stderr)  # fmt: skip
 
-    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if self.target_name != "wheel":
-            return
-        why_not = build_runtime(Path(self.root))
-        if why_not is not None:
-            print(f"polykernel: runtime library not built at install ({why_not}); "
-                  "it is built at first use.", file=sys.stderr)  # fmt: skip
-            return
-        build_data["artifacts"].append("src/polykernel/native/runtime/shipped/*")
-        if version == "standard":  # machine code, but no Python ABI: py3-none-<os>
-            from packaging.tags import sys_tags
 
-            build_data["pure_python"] = False
-            build_data["tag"] = f"py3-none-{next(iter(sys_tags())).platform}"
+if BuildHookInterface is not None:
+
+    class RuntimeLibraryHook(BuildHookInterface):
+        PLUGIN_NAME = "custom"
+
+        def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+            if self.target_name != "wheel":
+                return
+            why_not = build_runtime(Path(self.root))
+            if why_not is not None:
+                _say_not_built(why_not)
+                return
+            build_data["artifacts"].append("src/polykernel/native/runtime/shipped/*")
+            if version == "standard":  # machine code, no Python ABI: py3-none-<os>
+                from packaging.tags import sys_tags
+
+                build_data["pure_python"] = False
+                build_data["tag"] = f"py3-none-{next(iter(sys_tags())).platform}"
+
+
+if __name__ == "__main__":
+    # As an install would: a failed build is said, not an error (first use builds it).
+    root = Path(__file__).resolve().parent
+    why_not = build_runtime(root)
+    if why_not is None:
+        print(
+            "polykernel: runtime library built into", root / RECIPE.parent / "runtime"
+        )
+    else:
+        _say_not_built(why_not)

@@ -15,6 +15,8 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,41 @@ def test_the_build_hook_compiles_the_recipe_and_says_why_when_it_cannot(
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     assert hook.build_runtime(tmp_path) == "no C compiler ($CC, cc, gcc, clang)"
     assert not shipped.exists()
+
+
+# hatch_build.py as a script, in a Python where hatchling cannot be imported.
+NO_HATCHLING = """
+import runpy, sys
+sys.modules["hatchling"] = None  # import hatchling.<anything> now fails
+runpy.run_path(sys.argv[1], run_name="__main__")
+"""
+
+
+def test_run_as_a_script_without_hatchling_it_builds_into_its_checkout(tmp_path):
+    # What `make test-gpu` does in a source tree that was never installed.
+    shipped = _checkout_copy(tmp_path)
+    shutil.copy(REPO / "hatch_build.py", tmp_path / "hatch_build.py")
+    done = subprocess.run(
+        [sys.executable, "-c", NO_HATCHLING, str(tmp_path / "hatch_build.py")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    built_into = tmp_path / "src" / "polykernel" / "native" / "runtime"
+    assert done.stdout.strip() == f"polykernel: runtime library built into {built_into}"
+    assert runtime_recipe.shipped_library(machine(), shipped) is not None
+    assert ctypes.CDLL(str(shipped / "lib.so")).pkrt_abi_version() == 1
+
+    shutil.rmtree(shipped)  # no compiler: said, and not an error, as at install
+    env = {**os.environ, "CC": "", "PATH": str(tmp_path / "nothing")}
+    done = subprocess.run(
+        [sys.executable, "-c", NO_HATCHLING, str(tmp_path / "hatch_build.py")],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout == "" and not shipped.exists()
+    assert done.stderr.strip() == (
+        "polykernel: runtime library not built at install (no C compiler ($CC, cc, "
+        "gcc, clang)); it is built at first use."
+    )
 
 
 @pytest.mark.parametrize(
