@@ -95,11 +95,23 @@ def test_fast_ends_leave_out_calls_slowed_by_load():
 
 
 def test_the_fast_end_ratio_spread_is_its_halves_disagreement():
-    # The even rounds say 2.0, the odd ones 2.5: spread 0.5 / the whole ratio.
-    times = {"a": [1.0] * 8, "b": [2.0, 2.5] * 4}
+    # The first half of the rounds says 2.0, the second 2.5: spread 0.5 / the ratio.
+    times = {"a": [1.0] * 8, "b": [2.0] * 4 + [2.5] * 4}
     ratio, spread = fast_end_ratio(times, "b", "a")
     assert ratio == pytest.approx(2.0)  # the fastest fifth (at least 3 calls) of b
     assert spread == pytest.approx(0.5 / 2.0)
+    # Halves in time: alternating rounds sample both speeds in each half, no spread.
+    assert fast_end_ratio({"a": [1.0] * 8, "b": [2.0, 2.5] * 4}, "b", "a")[1] == 0.0
+
+
+def test_a_reference_in_one_state_then_another_shows_as_spread():
+    # The reference runs 1.1 ms for the first 20 rounds, then 0.6 ms (a state that
+    # lasts seconds, as jax_raw's transposed CSR product on a 2-core VM); the
+    # kernel holds 0.2 ms. Even and odd rounds would agree; the halves do not.
+    ref = [1.1] * 20 + [0.6] * 20
+    ratio, spread = fast_end_ratio({"jax_raw": ref, "k": [0.2] * 40}, "k", "jax_raw")
+    assert ratio == pytest.approx(0.2 / 0.6)  # the reference's fast end: 0.6 ms
+    assert spread == pytest.approx((0.2 / 0.6 - 0.2 / 1.1) / (0.2 / 0.6))
     # Too few rounds for halves: no spread; nothing timed: no ratio.
     assert (
         fast_end_ratio({"a": [1.0] * 5, "b": [2.0, 3.0] * 2 + [2.0]}, "b", "a")[1]
@@ -109,7 +121,7 @@ def test_the_fast_end_ratio_spread_is_its_halves_disagreement():
     # Calls faster than the clock's tick (0 s): no ratio rather than a division by 0.
     zero = {"a": [0.0] * 8, "b": [1.0] * 8}
     assert all(math.isnan(v) for v in fast_end_ratio(zero, "b", "a"))
-    # The odd rounds' fastest calls below it, not the whole run's: no spread.
-    a = [1.0, 0.0] * 3 + [1.0] * 14  # 3 zeros, all in the odd rounds
+    # The first half's fastest calls below it, not the whole run's: no spread.
+    a = [1.0, 0.0] * 3 + [1.0] * 14  # 3 zeros, all in the first half
     ratio, spread = fast_end_ratio({"a": a, "b": [2.0] * 20}, "b", "a")
     assert ratio == pytest.approx(2.0 / 0.25) and math.isnan(spread)

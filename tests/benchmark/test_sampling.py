@@ -246,3 +246,67 @@ def test_timed_calls_do_not_start_when_settling_ran_past_the_deadline():
     s = sample(clock, calls, StopRule(n_runs=3), n_settle=1, deadline=0.5)
     assert clock.log == ["slow"] and s.stopped_by == "budget"
     assert s.times_s == {"slow": []} and s.rounds == 0
+
+
+def test_with_a_paired_base_a_tight_case_takes_two_windows():
+    clock = Clock()
+    calls = {
+        "jax_raw": clock.call("jax_raw", itertools.repeat(1.0)),
+        "k": clock.call("k", itertools.cycle([2.0, 2.02])),
+    }
+    s = sample(clock, calls, StopRule(n_runs=5, target_spread=0.05),
+               paired_base="jax_raw")  # fmt: skip
+    # Two windows: halves of at least one window each to compare the ratio on.
+    assert s.stopped_by == "spread" and s.rounds == 10
+    assert [len(t) for t in s.times_s.values()] == [5, 5]  # the statistics: a window
+
+
+def test_rounds_go_on_until_the_ratio_to_the_paired_base_settles():
+    # The reference runs 1.1 ms for 7 rounds, then 0.6 ms for good (a state that
+    # lasts seconds); the kernel holds 0.2 ms. Every window is tight either way.
+    # (A change after the first two windows no rule sees coming: a run that ends
+    # first reads the first state, and says so by no spread at all.)
+    def calls(clock):
+        ref = itertools.chain([1.1] * 7, itertools.repeat(0.6))
+        return {
+            "jax_raw": clock.call("jax_raw", ref),
+            "k": clock.call("k", itertools.repeat(0.2)),
+        }
+
+    rule = StopRule(n_runs=5, target_spread=0.05, time_budget_s=10)
+    clock = Clock()
+    alone = sample(clock, calls(clock), rule)
+    assert alone.stopped_by == "spread" and alone.rounds == 5  # the slow state only
+    clock = Clock()
+    paired = sample(clock, calls(clock), rule, paired_base="jax_raw")
+    # Until the first half of the rounds holds 3 rounds of the fast state (its
+    # fastest fifth, at least 3: 10 rounds, round 20) the halves read different ratios.
+    assert paired.stopped_by == "spread" and paired.rounds == 20
+    ratio, spread = pk.benchmark.paired.fast_end_ratio(
+        paired.every_round, "k", "jax_raw"
+    )
+    assert ratio == pytest.approx(0.2 / 0.6) and spread == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_ratio_that_never_settles_ends_with_the_budget_and_a_failed_base_is_dropped():
+    clock = Clock()
+    # The reference alternates states of 8 rounds: halves of the rounds so far
+    # disagree whenever they hold the states in different shares.
+    states = itertools.cycle([1.1] * 8 + [0.6] * 8)
+    calls = {
+        "jax_raw": clock.call("jax_raw", states),
+        "k": clock.call("k", itertools.repeat(0.2)),
+    }
+    rule = StopRule(n_runs=4, target_spread=0.05, time_budget_s=0.05)
+    s = sample(clock, calls, rule, paired_base="jax_raw")
+    assert s.rounds >= 8 and s.stopped_by in ("spread", "budget")
+    # A base that raises leaves the case: the others stop on their own spread.
+    clock = Clock()
+
+    def broken():
+        raise RuntimeError("no")
+
+    calls = {"jax_raw": broken, "k": clock.call("k", itertools.repeat(0.2))}
+    s = sample(clock, calls, StopRule(n_runs=4, target_spread=0.05),
+               paired_base="jax_raw")  # fmt: skip
+    assert s.stopped_by == "spread" and s.rounds == 4 and "jax_raw" in s.errors

@@ -169,8 +169,8 @@ class BenchmarkRecord:
             round both ran in; ``benchmark.paired.fast_end_ratio``): load and a
             change of the machine's speed during the run cancel in it; ``None``
             if not measured so.
-        paired_spread: How far that ratio on the even and on the odd rounds
-            differ, over the ratio.
+        paired_spread: How far that ratio on the first and on the second half
+            of the rounds differ, over the ratio.
         launch_params: The launch parameters the call was lowered with (what
             ``op.dispatch(..., backend=...)`` decided).
         launch_source: Why those: ``"tuned"`` (a tuned table's entry, yours or

@@ -252,7 +252,7 @@ def _legend(matched: Sequence[Comparison], fail_above: float | None) -> list[str
         )
     text += (
         "; spread: half the sum of both runs' spreads (a time's IQR / median; a "
-        "ratio's: its even and odd rounds apart)"
+        "ratio's: its first and second half of rounds apart)"
         if bases
         else "; spread: both runs' IQR / median, half of their sum"
     )

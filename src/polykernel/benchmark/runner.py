@@ -174,6 +174,7 @@ def _run_config(plan, cfg, device, common, catch_errors, verbose, progress):
         block=_block,
         catch_errors=catch_errors,
         n_settle=settle,
+        paired_base=pick_reference(list(calls), common["reference"]),
     )
     for backend, err in sampled.errors.items():
         failed[backend], outputs[backend] = _failed(cfg, backend, err), None

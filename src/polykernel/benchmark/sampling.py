@@ -22,6 +22,15 @@ half the rounds (more samples, so a steadier median from run to run, and a burst
 the other half left out), and a backend still above the bound there is *noisy*: its
 record says so in words (``BenchmarkRecord.noise_note``).
 
+With a ``paired_base`` (the reference each record's ``paired_ratio`` is taken
+against), a window is steady only when, besides, every backend's fast-end ratio to
+that base (over every round so far, :func:`~.paired.fast_end_ratio`) agrees with
+itself between the first and the second half of the rounds within half the bound,
+and at least two windows ran: a reference that changes speed in states lasting
+seconds (a 2-core VM's ``jax_raw``) otherwise leaves a run's ratio wherever the
+first window's state put it — on a 16-core machine, 15 rounds left two demo runs'
+ratios 17-38 % apart. Time spent on it counts against the same budget.
+
 IQR / median is the statistic because it is what a reader compares two medians
 with: it ignores the few very slow calls a scheduler causes, and unlike the
 standard error it does not shrink merely because more samples were taken, so a bound
@@ -35,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BenchmarkTypeError, BenchmarkValueError
+from .paired import fast_end_ratio
 from .record import relative_iqr
 
 __all__ = ["SLOW_CASE_WINDOWS", "Sampled", "StopRule", "sample_interleaved"]
@@ -145,6 +155,24 @@ def _worst_spread(times: dict[str, list[float]], start: int, stop: int) -> float
     return worst
 
 
+def _ratios_settled(
+    times: dict[str, list[float]], base: str | None, rounds: int, window: int,
+    bound: float,
+) -> bool:  # fmt: skip
+    """Whether every backend's ratio to ``base`` reads the same on both halves of
+    the rounds so far (within half ``bound``); true without a live ``base``."""
+    if base is None or base not in times or len(times) < 2:
+        return True
+    if rounds < 2 * window:
+        return False
+    for name in times:
+        if name != base:
+            spread = fast_end_ratio(times, name, base)[1]
+            if not spread <= bound / 2:  # nan (a half below the tick): not settled
+                return False
+    return True
+
+
 def sample_interleaved(
     calls: dict[str, Callable[[], Any]],
     rule: StopRule,
@@ -155,6 +183,7 @@ def sample_interleaved(
     catch_errors: bool = True,
     n_settle: int | Mapping[str, int] = 0,
     deadline: float | None = None,
+    paired_base: str | None = None,
 ) -> Sampled:
     """Time ``calls`` (name -> zero-argument call) in rounds under ``rule``,
     each in its own order (see the module's docstring).
@@ -168,7 +197,9 @@ def sample_interleaved(
     A call that raises drops its backend (in ``errors``), unless ``catch_errors`` is
     false. With a ``deadline`` (a time of ``clock``), no interval starts after it
     (nor its timed calls after their settling ones): the rounds stop there
-    (``stopped_by`` ``"budget"``), keeping the complete ones.
+    (``stopped_by`` ``"budget"``), keeping the complete ones. With ``paired_base``
+    (one of ``calls``), an adaptive rule also waits for every ratio to it to settle
+    (see the module's docstring).
 
     Example:
         >>> import itertools
@@ -213,7 +244,9 @@ def sample_interleaved(
         if not rule.adaptive:
             break
         assert rule.target_spread is not None
-        if _worst_spread(times, rounds - window, rounds) <= rule.target_spread:
+        if _worst_spread(times, rounds - window, rounds) <= rule.target_spread and (
+            _ratios_settled(times, paired_base, rounds, window, rule.target_spread)
+        ):
             stopped_by = "spread"
             break
         if rounds >= rule.max_runs:
