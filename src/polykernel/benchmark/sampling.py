@@ -26,10 +26,12 @@ With a ``paired_base`` (the reference each record's ``paired_ratio`` is taken
 against), a window is steady only when, besides, every backend's fast-end ratio to
 that base (over every round so far, :func:`~.paired.fast_end_ratio`) agrees with
 itself between the first and the second half of the rounds within half the bound,
-and at least two windows ran: a reference that changes speed in states lasting
-seconds (a 2-core VM's ``jax_raw``) otherwise leaves a run's ratio wherever the
-first window's state put it — on a 16-core machine, 15 rounds left two demo runs'
-ratios 17-38 % apart. Time spent on it counts against the same budget.
+and at least two windows ran. Otherwise a reference that changes speed in states
+lasting seconds (a 2-core VM's ``jax_raw``) leaves a run's ratio wherever the first
+window's state put it, and a fast end of 15 rounds is the mean of 3 calls: on a
+16-core machine two demo runs back to back put 6 of 11 ratios (of cases of 1 ms or
+more) over 10 % apart, 2 with this rule. Time spent on it counts against the same
+budget.
 
 IQR / median is the statistic because it is what a reader compares two medians
 with: it ignores the few very slow calls a scheduler causes, and unlike the
