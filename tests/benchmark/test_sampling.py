@@ -14,6 +14,7 @@ import pytest
 
 import polykernel as pk
 from polykernel.benchmark import BenchmarkRecord
+from polykernel.benchmark.paired import fast_end_ratio
 from polykernel.benchmark.sampling import StopRule, sample_interleaved
 
 
@@ -282,9 +283,7 @@ def test_rounds_go_on_until_the_ratio_to_the_paired_base_settles():
     # Until the first half of the rounds holds 3 rounds of the fast state (its
     # fastest fifth, at least 3: 10 rounds, round 20) the halves read different ratios.
     assert paired.stopped_by == "spread" and paired.rounds == 20
-    ratio, spread = pk.benchmark.paired.fast_end_ratio(
-        paired.every_round, "k", "jax_raw"
-    )
+    ratio, spread = fast_end_ratio(paired.every_round, "k", "jax_raw")
     assert ratio == pytest.approx(0.2 / 0.6) and spread == pytest.approx(0.0, abs=1e-9)
 
 

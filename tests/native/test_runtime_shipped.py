@@ -91,14 +91,18 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 """
 
 
+def _run_as_script(script: Path, env: dict[str, str] | None = None):
+    return subprocess.run(
+        [sys.executable, "-c", NO_HATCHLING, str(script)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+
+
 def test_run_as_a_script_without_hatchling_it_builds_into_its_checkout(tmp_path):
     # What `make test-gpu` does in a source tree that was never installed.
     shipped = _checkout_copy(tmp_path)
     shutil.copy(REPO / "hatch_build.py", tmp_path / "hatch_build.py")
-    done = subprocess.run(
-        [sys.executable, "-c", NO_HATCHLING, str(tmp_path / "hatch_build.py")],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = _run_as_script(tmp_path / "hatch_build.py")
     assert done.returncode == 0, done.stderr
     built_into = tmp_path / "src" / "polykernel" / "native" / "runtime"
     assert done.stdout.strip() == f"polykernel: runtime library built into {built_into}"
@@ -107,10 +111,7 @@ def test_run_as_a_script_without_hatchling_it_builds_into_its_checkout(tmp_path)
 
     shutil.rmtree(shipped)  # no compiler: said, and not an error, as at install
     env = {**os.environ, "CC": "", "PATH": str(tmp_path / "nothing")}
-    done = subprocess.run(
-        [sys.executable, "-c", NO_HATCHLING, str(tmp_path / "hatch_build.py")],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+    done = _run_as_script(tmp_path / "hatch_build.py", env)
     assert done.returncode == 0 and done.stdout == "" and not shipped.exists()
     assert done.stderr.strip() == (
         "polykernel: runtime library not built at install (no C compiler ($CC, cc, "
