@@ -126,7 +126,10 @@ def test_benchmark_outputs_files_and_defaults(env, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "clitest.good on cpu: median ms per call" in out.stdout
     assert "1 primitive, 2 runs, 0 failed, 0 mismatched" in out.stdout
-    assert "[1/2] clitest.good | n=16 | jax_raw" in out.stderr  # plain progress lines
+    assert "[1/4] clitest.good | n=16 | jax_raw" in out.stderr  # plain progress lines
+    # Issue 37: two passes over the run by default (at most --n-runs).
+    assert "[3/4] clitest.good | n=16 | pass 1/2" in out.stderr
+    assert "[4/4] clitest.good | n=16 | pass 2/2" in out.stderr
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
     assert "clitest.good" in (tmp_path / "r.csv").read_text()
     saved = json.loads((tmp_path / "cfg" / "tuned.json").read_text())
@@ -166,8 +169,9 @@ def test_benchmark_progress_counts_against_the_whole_run(env):
     out = benchmark(env, "--n-warmup", "0", "--n-runs", "2")
     assert out.returncode == 0, out.stderr
     steps = [line.split()[0] for line in out.stderr.splitlines() if line[:1] == "["]
-    # Two benchmarkable primitives x one config x two backends: one total of 4.
-    assert steps == ["[1/4]", "[2/4]", "[3/4]", "[4/4]"]
+    # Two benchmarkable primitives x one config x two backends, then the two
+    # cases in each of two passes: one total of 8.
+    assert steps == [f"[{i}/8]" for i in range(1, 9)]
     assert (
         "skipping clitest.nodata (needs def_call and def_benchmark_data)" in out.stderr
     )
@@ -252,6 +256,19 @@ def test_main_in_process_handles_absent_catalog(monkeypatch, capsys):
     assert "expected an integer >= 1, got 'x'" in capsys.readouterr().err
 
 
+def test_more_passes_than_runs_is_a_usage_error(capsys):
+    from polykernel import cli
+
+    args = ["benchmark", "--no-catalog", "--n-runs", "2", "--passes", "3"]
+    assert cli.main(args) == 2
+    assert capsys.readouterr().err == (
+        "polykernel benchmark: error: --passes 3: at most --n-runs (2), as each "
+        "pass times a share of the runs; give fewer passes or more runs\n"
+    )
+    assert cli.main(["benchmark", "--passes", "0"]) == 2
+    assert "--passes: expected an integer >= 1, got '0'" in capsys.readouterr().err
+
+
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_a_module_that_fails_while_importing_is_a_runtime_error(env, tmp_path):
     # It exists (not a usage error, unlike a missing module or NAME): exit code 1.
@@ -311,5 +328,5 @@ def test_benchmark_prints_the_machine_the_load_and_noisy_times_in_words(env):
     assert any(line.startswith("load: 1-min load average ") for line in lines)
     assert "! noisy (IQR > 0% of median)" in out.stdout
     assert "NOISY clitest.good [cpu] n=16:" in out.stdout
-    assert "(bound 0%) over 4 runs" in " ".join(out.stdout.split())
+    assert "(bound 0%) over 4 of 4 runs in 2 passes" in " ".join(out.stdout.split())
     assert all(len(line) <= 100 for line in lines)

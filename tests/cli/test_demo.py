@@ -59,10 +59,14 @@ def test_demo_prints_tables_and_writes_json_and_png(tmp_path, run_env):
     assert machine["gpus"] == gpus_jax_sees() and machine["cores"] >= 1
     assert records["machine"]["cpu"] == machine["cpu"]
     assert machine["load"] == records["load"] and records["load"]["seconds"] > 0
-    # One progress total for the whole run, counted up to its end.
+    # One progress total for the whole run, counted up to its end: a step per
+    # record prepared, then one per case in each of its three passes (issue 37).
     steps = [line.split()[0] for line in proc.stderr.splitlines() if line[:1] == "["]
-    total = len(records["records"])
+    cases = {(r["primitive"], r["platform"], r["label"]) for r in records["records"]}
+    total = len(records["records"]) + 3 * len(cases)
     assert steps == [f"[{i}/{total}]" for i in range(1, total + 1)]
+    assert proc.stderr.count("| pass 3/3\n") == len(cases)
+    assert {r["passes"] for r in records["records"] if r["success"]} == {3}
 
 
 def test_machine_info_names_the_machine_and_versions():

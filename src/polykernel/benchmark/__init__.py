@@ -12,7 +12,7 @@ from .config import BenchmarkConfig
 from .progress import Progress
 from .record import BenchmarkRecord, TimingStats, compute_stats
 from .result import BenchmarkResult, Mismatch
-from .runner import BenchmarkPlan, plan_benchmark, run_benchmark
+from .runner import BenchmarkPlan, plan_benchmark, run_benchmark, run_benchmarks
 from .timing import FunctionTiming, benchmark_function, time_function
 
 __all__ = [
@@ -28,5 +28,6 @@ __all__ = [
     "compute_stats",
     "plan_benchmark",
     "run_benchmark",
+    "run_benchmarks",
     "time_function",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -89,10 +91,27 @@ def compare_outputs(out: Any, ref: Any, *, rtol: float, atol: float) -> Comparis
     return Comparison(matches, worst, "; ".join(details))
 
 
+#: Frames in this package are not where a benchmark was asked for.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _outside_polykernel() -> int:
+    """The ``stacklevel`` (for a ``warnings.warn`` in our caller) of the first frame
+    outside polykernel: the user's ``op.benchmark(...)`` or ``run_benchmarks(...)``
+    line, however many of our frames lie between."""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and os.path.abspath(
+        frame.f_code.co_filename
+    ).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def check_outputs(records, outputs, cfg, name, rtol, atol, reference) -> None:
     """Compare each successful record's output of one config with the reference's
     (:func:`pick_reference`); record the outcome on the records and warn
-    (``BenchmarkMismatchWarning``) for each disagreement."""
+    (``BenchmarkMismatchWarning``, at the first caller outside polykernel) for each
+    disagreement."""
     ok = [r.backend for r in records if r.success]
     ref = pick_reference(ok, reference)
     if ref is None or len(ok) < 2:
@@ -106,11 +125,11 @@ def check_outputs(records, outputs, cfg, name, rtol, atol, reference) -> None:
         cmp = compare_outputs(outputs[rec.backend], outputs[ref], rtol=rtol, atol=atol)
         rec.matches_reference, rec.max_abs_diff = cmp.matches, cmp.max_abs_diff
         if not cmp.matches:
-            warnings.warn(  # stacklevel: the caller of run_benchmark
+            warnings.warn(
                 f"benchmark of '{name}', config '{cfg.name}': backend "
                 f"'{rec.backend}' disagrees with reference '{ref}' ({cmp.detail}; "
                 f"rtol={rtol}, atol={atol}). The mismatch is recorded in "
                 "BenchmarkResult.mismatches.",
                 BenchmarkMismatchWarning,
-                stacklevel=4,
+                stacklevel=_outside_polykernel(),
             )

@@ -93,16 +93,22 @@ def compute_stats(times_s: Sequence[float]) -> TimingStats:
     )
 
 
-def runs_note(n: int, n_sampled: int, stopped_by: str | None) -> str:
+def runs_note(
+    n: int, n_sampled: int, stopped_by: str | None, passes: int = 1
+) -> str:
     """How many runs the statistics are from, and why timing stopped, in words.
 
     Example:
         >>> from polykernel.benchmark.record import runs_note
         >>> runs_note(15, 400, "budget")
         " over the steadiest 15 of 400 runs; the case's time budget ran out"
+        >>> runs_note(15, 40, "spread", passes=3)
+        ' over 15 of 40 runs in 3 passes; its spread fell within the bound'
     """
     text = ""
-    if n and n_sampled > n:
+    if n and passes > 1:  # a window of each pass: not one stretch of runs
+        text = f" over {n} of {n_sampled} runs in {passes} passes"
+    elif n and n_sampled > n:
         text = f" over the steadiest {n} of {n_sampled} runs"
     elif n:
         text = f" over {n} run{'s' if n != 1 else ''}"
@@ -161,7 +167,8 @@ class BenchmarkRecord:
             case's time budget ran out) or ``"max_runs"``; ``None`` if unknown.
         n_sampled: Timed runs in all; the statistics are those of ``n``
             consecutive ones (the last window, or the steadiest half when the
-            bound was not reached); ``0`` if unknown.
+            bound was not reached; with passes, such a stretch of each pass);
+            ``0`` if unknown.
         paired_base: The backend ``paired_ratio`` is relative to: the case's
             reference (``jax_raw`` where registered), timed in the same rounds.
         paired_ratio: This backend's time divided by ``paired_base``'s, from the
@@ -176,6 +183,8 @@ class BenchmarkRecord:
         launch_source: Why those: ``"tuned"`` (a tuned table's entry, yours or
             shipped), ``"given"`` (the call passed them), ``"default"`` (each
             parameter's first candidate); ``None``: no parameters, or unknown.
+        passes: The passes the case was timed in, apart in time
+            (``run_benchmarks(passes=...)``); 1 for one stretch of rounds.
 
     Example:
         >>> from polykernel import BenchmarkRecord
@@ -216,6 +225,7 @@ class BenchmarkRecord:
     paired_spread: float | None = None
     launch_params: dict[str, Any] = field(default_factory=dict)
     launch_source: str | None = None
+    passes: int = 1
 
     @classmethod
     def from_stats(cls, stats: TimingStats, **kw: Any) -> BenchmarkRecord:
@@ -272,7 +282,7 @@ class BenchmarkRecord:
             return None
         rel = self.relative_iqr or 0.0
         text = f"IQR {rel:.0%} of the median (bound {self.noise_bound:.0%})"
-        return text + runs_note(self.n, self.n_sampled, self.stopped_by)
+        return text + runs_note(self.n, self.n_sampled, self.stopped_by, self.passes)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the record as a plain dict: every dataclass field, then the derived

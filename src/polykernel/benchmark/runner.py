@@ -12,26 +12,24 @@ the machine and the load the run met (:mod:`.machine`).
 
 from __future__ import annotations
 
-import math
-import sys
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BenchmarkTypeError, BenchmarkValueError
-from .compare import check_outputs, pick_reference
-from .config import BenchmarkConfig
+from .case import Case, CaseOptions, finish_case, prepare_case, time_pass
+from .compare import check_outputs
 from .defaults import kernel_set
-from .launch import launch_of
 from .machine import LoadMonitor, machine_info
-from .paired import pair_records
 from .plan import BenchmarkPlan, check_plan, plan_benchmark
-from .record import BenchmarkRecord, compute_stats
+from .record import BenchmarkRecord
 from .result import BenchmarkResult
-from .sampling import Sampled, StopRule, check_rule, sample_interleaved
+from .sampling import check_rule, pass_rule
 from .timing import check_counts
 
-__all__ = ["BenchmarkPlan", "plan_benchmark", "run_benchmark"]
+__all__ = ["BenchmarkPlan", "plan_benchmark", "run_benchmark", "run_benchmarks"]
 
 
 def _device(platform: str) -> Any:
@@ -50,47 +48,10 @@ def _device(platform: str) -> Any:
         ) from err
 
 
-def _block(x: Any) -> Any:
-    import jax
-
-    return jax.block_until_ready(x)
-
-
-# An adaptive run warms each backend up for at least this long (besides n_warmup
-# calls): on a shared machine the first tenths of a second of a loop can run in a
-# slower state (caches, pages, the CPU's clock), which a steady first window would
-# otherwise record as the answer.
-ADAPTIVE_WARMUP_S = 0.2
 #: ``settle_s`` of ``polykernel benchmark`` and the demo: longer than a thread pool
 #: spins after its last parallel region (an OpenMP pool about 8 ms after a Numba
 #: ``parallel=True`` kernel here, XLA's about 2 ms), as the tuner settles.
 SETTLE_S = 12e-3
-#: At most this many settling calls before one interval.
-MAX_SETTLE_CALLS = 1000
-
-
-def _prepare(kernel, cfg, backend, args, common) -> tuple[Callable, float, Any, int]:
-    """Jit the call on ``backend``; time its first call; run the warm-up calls;
-    the number of settling calls ``common["settle_s"]`` takes (from the fastest
-    warm-up call)."""
-    import jax
-
-    clock = common["clock"]
-    fn = jax.jit(_caller(kernel, backend, cfg.kernel_kwargs))
-    start = clock()
-    output = _block(fn(*args))
-    compile_s = clock() - start
-    one = float("inf")
-    for _ in range(max(common["n_warmup"], 1 if common["settle_s"] else 0)):
-        t0 = time.perf_counter()
-        _block(fn(*args))
-        one = min(one, time.perf_counter() - t0)
-    if common["rule"].adaptive:
-        until = time.perf_counter() + ADAPTIVE_WARMUP_S
-        while time.perf_counter() < until:
-            _block(fn(*args))
-    settle = min(MAX_SETTLE_CALLS, int(common["settle_s"] / max(one, 1e-7)))
-    return (lambda: fn(*args)), compile_s, output, settle
 
 
 def _settle(settle_s: Any) -> float:
@@ -105,99 +66,17 @@ def _settle(settle_s: Any) -> float:
     return float(settle_s)
 
 
-def _caller(kernel: Any, backend: str, kw: dict[str, Any]) -> Callable[..., Any]:
-    return lambda *a: kernel.call(*a, backend=backend, **kw)
-
-
-def _record(cfg, backend, compile_s, rule: StopRule, sampled: Sampled):
-    stats = compute_stats(sampled.times_s[backend])
-    throughput = unit = None
-    if cfg.work is not None and stats.median_ms > 0:
-        throughput = cfg.work[0] / (stats.median_ms * 1e-3)
-        unit = f"{cfg.work[1]}/s"
-    return BenchmarkRecord.from_stats(
-        stats,
-        platform="",
-        backend=backend,
-        label=cfg.name,
-        throughput=throughput,
-        throughput_unit=unit,
-        compile_ms=compile_s * 1e3,
-        spread_bound=rule.target_spread,
-        stopped_by=sampled.stopped_by,
-        n_sampled=sampled.rounds,
-    )
-
-
-def _failed(cfg: BenchmarkConfig, backend: str, err: BaseException) -> BenchmarkRecord:
-    msg = f"{type(err).__name__}: {err}".strip()
-    nan = math.nan  # what the reference records for a failed run
-    return BenchmarkRecord("", backend, cfg.name, nan, nan, nan, None, False, msg)
-
-
-def _verbose_line(name: str, rec: BenchmarkRecord) -> str:
-    head = f"{name} [{rec.platform}] {rec.label} / {rec.backend}:"
-    if not rec.success:
-        return f"{head} FAILED: {rec.error}"
-    noisy = f" (noisy: {rec.noise_note})" if rec.noisy else ""
-    return (
-        f"{head} median {rec.median_ms:.4g} ms, IQR {rec.iqr_ms:.3g} ms, "
-        f"n={rec.n}, compile {rec.compile_ms:.4g} ms{noisy}"
-    )
-
-
-def _run_config(plan, cfg, device, common, catch_errors, verbose, progress):
-    """Every backend of ``plan`` on one config: its records and outputs.
-
-    Each backend is compiled and warmed up in turn; then all that compiled are
-    timed together, interleaved (:func:`~.sampling.sample_interleaved`).
-    """
-    name, rule = plan.kernel.name, common["rule"]
-    args = cfg.put_args(device).args
-    calls, compile_s, outputs, failed, settle = {}, {}, {}, {}, {}
-    for backend in plan.backends:
-        if progress is not None:
-            progress.advance(name, cfg.name, backend)
-        try:
-            prepared = _prepare(plan.kernel, cfg, backend, args, common)
-            calls[backend], compile_s[backend], outputs[backend] = prepared[:3]
-            settle[backend] = prepared[3]
-        except Exception as err:
-            if not catch_errors:
-                raise
-            failed[backend], outputs[backend] = _failed(cfg, backend, err), None
-    sampled = sample_interleaved(
-        calls,
-        rule,
-        n_batch_per_run=common["n_batch_per_run"],
-        clock=common["clock"],
-        block=_block,
-        catch_errors=catch_errors,
-        n_settle=settle,
-        paired_base=pick_reference(list(calls), common["reference"]),
-    )
-    for backend, err in sampled.errors.items():
-        failed[backend], outputs[backend] = _failed(cfg, backend, err), None
-    records = []
-    for backend in plan.backends:
-        rec = failed.get(backend) or _record(
-            cfg, backend, compile_s[backend], rule, sampled
+def _passes(passes: Any, n_runs: int) -> int:
+    if isinstance(passes, bool) or not isinstance(passes, int):
+        raise BenchmarkTypeError(
+            f"benchmark: passes must be a whole number, got {passes!r}."
         )
-        rec.platform, rec.primitive = plan.platform, name
-        rec.kernel_kwargs = dict(cfg.kernel_kwargs)
-        rec.data_kwargs = dict(cfg.data_kwargs)
-        rec.n_batch_per_run = common["n_batch_per_run"]
-        if rec.success:  # the decision its lowering made: what ran, and why
-            call = _caller(plan.kernel, backend, cfg.kernel_kwargs)
-            launch = launch_of(plan.kernel, call, args, plan.platform)
-            rec.launch_params, rec.launch_source = launch
-        records.append(rec)
-    # Each backend's time over the reference's, from every round (see .paired).
-    base = pick_reference(list(sampled.times_s), common["reference"])
-    pair_records(records, sampled.every_round, base)
-    for rec in records if verbose else ():
-        print(_verbose_line(name, rec), file=sys.stdout, flush=True)
-    return records, outputs
+    if not 1 <= passes <= n_runs:
+        raise BenchmarkValueError(
+            f"benchmark: passes must be at least 1 and at most n_runs ({n_runs}): "
+            f"each pass times a share of the runs; got {passes!r}."
+        )
+    return passes
 
 
 def run_benchmark(
@@ -221,6 +100,7 @@ def run_benchmark(
     time_budget_s: float = 2.0,
     max_runs: int | None = None,
     settle_s: float = 0.0,
+    passes: int = 1,
 ) -> BenchmarkResult:
     """Benchmark every backend of ``kernel`` on ``platform`` over its configs.
 
@@ -275,33 +155,210 @@ def run_benchmark(
         >>> [(r.label, r.backend, r.success) for r in result.records]
         [('n=8', 'jax_raw', True)]
     """
-    name = kernel.name
+    # Checked before the data is made (and again by run_benchmarks).
     check_counts(n_warmup, n_runs, n_batch_per_run)
-    rule = check_rule(n_runs, target_spread, time_budget_s, max_runs)
+    check_rule(n_runs, target_spread, time_budget_s, max_runs)
+    _passes(passes, n_runs)
+    _settle(settle_s)
     if plan is None:
         plan = plan_benchmark(kernel, platform=platform, backends=backends)
         if progress is not None:
             progress.add_total(plan.steps)
     else:
         check_plan(plan, kernel, platform, backends)
-    device = _device(platform)
-    common = {"n_warmup": n_warmup, "rule": rule, "clock": clock}
-    common |= {"n_batch_per_run": n_batch_per_run, "reference": reference_backend}
-    common["settle_s"] = _settle(settle_s)
-    load = LoadMonitor().start()
-    records: list[BenchmarkRecord] = []
-    for cfg in plan.configs:
-        cfg_records, outputs = _run_config(
-            plan, cfg, device, common, catch_errors, verbose, progress
-        )
-        if compare_results:
-            check_outputs(
-                cfg_records, outputs, cfg, name, rtol, atol, reference_backend
-            )
-        records.extend(cfg_records)
-    environment = {"machine": machine_info(), "load": load.stop()}
-    result = BenchmarkResult(records, primitive_name=name, environment=environment)
-    measured = kernel_set(kernel, platform, plan.backends)
+    (result,) = run_benchmarks(
+        [plan],
+        passes=passes,
+        n_warmup=n_warmup,
+        n_runs=n_runs,
+        n_batch_per_run=n_batch_per_run,
+        compare_results=compare_results,
+        rtol=rtol,
+        atol=atol,
+        verbose=verbose,
+        catch_errors=catch_errors,
+        reference_backend=reference_backend,
+        clock=clock,
+        progress=progress,
+        target_spread=target_spread,
+        time_budget_s=time_budget_s,
+        max_runs=max_runs,
+        settle_s=settle_s,
+    )
+    return result
+
+
+def run_benchmarks(
+    plans: Sequence[BenchmarkPlan],
+    *,
+    passes: int = 1,
+    on_error: Callable[[BenchmarkPlan, BaseException], None] | None = None,
+    n_warmup: int = 5,
+    n_runs: int = 20,
+    n_batch_per_run: int = 1,
+    compare_results: bool = True,
+    rtol: float = 1e-3,
+    atol: float = 1e-3,
+    verbose: bool = False,
+    catch_errors: bool = True,
+    reference_backend: str | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    progress: Any = None,
+    target_spread: float | None = None,
+    time_budget_s: float = 2.0,
+    max_runs: int | None = None,
+    settle_s: float = 0.0,
+) -> list[BenchmarkResult]:
+    """Benchmark several plans (:func:`plan_benchmark`) in one run, each case in
+    ``passes`` passes spread over the whole run: one result per plan, in order.
+
+    With one pass, each plan runs as :func:`run_benchmark` runs it. With more,
+    every case of every plan is compiled and warmed up first, then each pass times
+    every case in turn (with ``n_runs / passes`` rounds at least, and
+    ``time_budget_s / passes`` of budget), and the records come from all of a
+    case's passes: its per-call statistics from each pass's window, its
+    ``paired_ratio`` from the fast ends over every round. A machine's speed moves in
+    states that can last tens of seconds (one case at a time would be timed within
+    one of them, and a second run, meeting another, reads another ratio); passes
+    apart in time meet the states of the whole run, and the fast ends read the
+    fastest of them. Every case's data and compiled calls are held until the last
+    pass. ``progress`` counts one more step per case and pass.
+
+    ``on_error`` (``None``: raise) is called with a plan and the error that ended
+    it (its data, its device or its reference raising; a backend that raises is a
+    failed record, as ever): the other plans go on, and that plan has no result.
+    The other arguments are :func:`run_benchmark`'s.
+
+    Raises:
+        ValueError: ``passes`` below 1 or above ``n_runs`` (a
+            ``BenchmarkValueError``), or any of :func:`run_benchmark`'s.
+
+    Example:
+        >>> import jax, jax.numpy as jnp, polykernel as pk
+        >>> from polykernel import BenchmarkConfig
+        >>> from polykernel.benchmark import plan_benchmark, run_benchmarks
+        >>> op = pk.XLACustomKernel("doc.run_benchmarks")
+        >>> op.def_jax_raw_kernel(lambda outs, **kw: lambda x: 2 * x)
+        >>> op.def_call(lambda x, backend=None: op(
+        ...     x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype), backend=backend))
+        >>> op.def_benchmark_data(
+        ...     lambda *, platform: [BenchmarkConfig("n=8", (jnp.ones(8),))])
+        >>> plan = plan_benchmark(op, platform="cpu")
+        >>> (result,) = run_benchmarks([plan], passes=3, n_runs=6)
+        >>> [(r.backend, r.passes, r.n) for r in result.records]
+        [('jax_raw', 3, 6)]
+    """
+    check_counts(n_warmup, n_runs, n_batch_per_run)
+    rule = check_rule(n_runs, target_spread, time_budget_s, max_runs)
+    passes = _passes(passes, n_runs)
+    options = CaseOptions(
+        rule, n_warmup, n_batch_per_run, clock, _settle(settle_s), reference_backend,
+        catch_errors,
+    )  # fmt: skip
+    checks = (rtol, atol) if compare_results else None
+    run = _Run(options, passes, progress, on_error, checks, verbose)
+    return run.all(list(plans))
+
+
+@dataclass
+class _PlanRun:
+    """One plan while a run goes on: the cases waiting for their next pass, the
+    records so far, the load monitor, its result once finished, or the error that
+    ended it."""
+
+    plan: BenchmarkPlan
+    load: LoadMonitor | None = None
+    cases: list[Case] = field(default_factory=list)
+    records: list[BenchmarkRecord] = field(default_factory=list)
+    result: BenchmarkResult | None = None
+    error: BaseException | None = None
+
+
+@dataclass
+class _Run:
+    """Several plans timed together (:func:`run_benchmarks`): ``checks`` the
+    output tolerances ``(rtol, atol)``, ``None`` to compare nothing."""
+
+    options: CaseOptions
+    passes: int
+    progress: Any
+    on_error: Callable[[BenchmarkPlan, BaseException], None] | None
+    checks: tuple[float, float] | None
+    verbose: bool
+
+    def all(self, plans: list[BenchmarkPlan]) -> list[BenchmarkResult]:
+        """Every case of ``plans``: one after the other with one pass; with more,
+        all prepared, then timed pass by pass, then finished."""
+        runs = [_PlanRun(plan) for plan in plans]
+        passes, progress = self.passes, self.progress
+        if passes > 1 and progress is not None:
+            progress.add_total(passes * sum(len(plan.configs) for plan in plans))
+        for run in runs:
+            with self._guarded(run):
+                self._prepare(run)
+        for index in range(passes if passes > 1 else 0):
+            rule = pass_rule(self.options.rule, passes, index)
+            for run, case in [(r, c) for r in runs for c in r.cases]:
+                if run.error is not None:
+                    continue
+                if progress is not None:
+                    label = f"pass {index + 1}/{passes}"
+                    progress.advance(run.plan.kernel.name, case.cfg.name, label)
+                with self._guarded(run):
+                    time_pass(case, rule, self.options)
+        for run in runs if passes > 1 else ():
+            if run.error is None:
+                with self._guarded(run):
+                    for case in run.cases:
+                        self._finish(run, case)
+                    run.result = _result(run)
+            run.cases.clear()
+        return [run.result for run in runs if run.result is not None]
+
+    def _prepare(self, run: _PlanRun) -> None:
+        """Prepare every case of ``run``; with one pass, time and finish each at
+        once (its data let go before the next is made, as it always was)."""
+        run.load = LoadMonitor().start()
+        device = _device(run.plan.platform)
+        for cfg in run.plan.configs:
+            case = prepare_case(run.plan, cfg, device, self.options, self.progress)
+            if self.passes > 1:
+                run.cases.append(case)
+                continue
+            time_pass(case, self.options.rule, self.options)
+            self._finish(run, case)
+        if self.passes == 1:
+            run.result = _result(run)
+
+    def _finish(self, run: _PlanRun, case: Case) -> None:
+        """``case``'s records (outputs checked) added to ``run``'s."""
+        records, outputs = finish_case(case, self.options, self.verbose)
+        if self.checks is not None:
+            rtol, atol = self.checks
+            name, reference = run.plan.kernel.name, self.options.reference_backend
+            check_outputs(records, outputs, case.cfg, name, rtol, atol, reference)
+        run.records.extend(records)
+
+    @contextlib.contextmanager
+    def _guarded(self, run: _PlanRun) -> Iterator[None]:
+        """Run the block for ``run``; an error ends that plan only, when
+        ``on_error`` takes it."""
+        try:
+            yield
+        except (Exception, SystemExit) as err:  # sys.exit in a user's call
+            if self.on_error is None:
+                raise
+            run.error = err
+            self.on_error(run.plan, err)
+
+
+def _result(run: _PlanRun) -> BenchmarkResult:
+    plan = run.plan
+    assert run.load is not None
+    environment = {"machine": machine_info(), "load": run.load.stop()}
+    name = plan.kernel.name
+    result = BenchmarkResult(run.records, primitive_name=name, environment=environment)
+    measured = kernel_set(plan.kernel, plan.platform, plan.backends)
     if measured is not None:
-        result.kernels[(name, platform)] = measured
+        result.kernels[(name, plan.platform)] = measured
     return result

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 import warnings
 from typing import Any
 
@@ -19,6 +18,7 @@ from ._common import (
     pos_int,
     suffixed,
 )
+from .gate import add_gate_args, compare, load_old
 from .selection import add_selection_args, select
 
 __all__ = ["cmd_benchmark", "register"]
@@ -27,6 +27,9 @@ __all__ = ["cmd_benchmark", "register"]
 # bound, or its time budget (seconds beyond --n-runs) is spent.
 TARGET_SPREAD = 0.10
 TIME_BUDGET_S = 2.0
+# Passes over the whole run each case is timed in (at most --n-runs), as
+# `polykernel tune --passes` defaults to.
+PASSES = 2
 # The tuner's settling time (benchmark.runner.SETTLE_S), without importing the
 # harness before a command runs.
 SETTLE_S = 12e-3
@@ -88,6 +91,15 @@ def register(sub: Any, common: Any) -> None:
         help="seconds a case may be timed beyond N runs to reach the bound "
         f"(default {TIME_BUDGET_S:g}; 0: none)",
     )
+    p.add_argument(
+        "--passes",
+        type=pos_int,
+        default=None,
+        metavar="N",
+        help="time every case in N passes, each after every other case's, so each "
+        "meets the states the machine goes through during the whole run "
+        f"(default {PASSES}, or 1 with --n-runs 1; at most --n-runs)",
+    )
     p.add_argument("--n-batch-per-run", type=pos_int, default=1, metavar="N")
     p.add_argument(
         "--settle",
@@ -128,30 +140,7 @@ def register(sub: Any, common: Any) -> None:
         help="exit 1 if a backend fails or outputs disagree",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress display")
-    p.add_argument(
-        "--compare",
-        metavar="OLD.json",
-        help="print new/old per (primitive, backend, config) against an earlier "
-        "results file",
-    )
-    p.add_argument(
-        "--fail-above",
-        type=float,
-        default=None,
-        metavar="RATIO",
-        help="with --compare: exit 1 when a new/old ratio exceeds RATIO (e.g. 1.10) "
-        "beyond the spread of both runs, in this run and in a second timing of "
-        "the records found slower",
-    )
-    p.add_argument(
-        "--relative-to",
-        default="auto",
-        metavar="BACKEND",
-        help="with --compare: compare each time relative to BACKEND's in the same "
-        "run and case, so a change of the machine's speed between the runs "
-        "cancels (default auto: the reference, jax_raw, where both runs timed it; "
-        "none: the times themselves)",
-    )
+    add_gate_args(p)
     p.set_defaults(handler=cmd_benchmark)
 
 
@@ -200,133 +189,51 @@ def _plan_all(kernels: list[Any], args: Any) -> tuple[list[Any], list[str]]:
     return plans, errors
 
 
+def _passes(args: Any) -> int:
+    """``--passes``, checked against ``--n-runs`` (the default fits it)."""
+    if args.passes is None:
+        return min(PASSES, args.n_runs)
+    if args.passes > args.n_runs:
+        raise CliUsageError(
+            f"--passes {args.passes}: at most --n-runs ({args.n_runs}), as each pass "
+            "times a share of the runs; give fewer passes or more runs"
+        )
+    return args.passes
+
+
 def _run_all(kernels: list[Any], args: Any) -> tuple[Any, list[str]]:
-    from ..benchmark import BenchmarkResult, Progress, run_benchmark
+    from ..benchmark import BenchmarkResult, Progress, run_benchmarks
     from ..benchmark.machine import LoadMonitor, machine_info
     from ..errors import BenchmarkMismatchWarning
 
     load = LoadMonitor().start()
     plans, errors = _plan_all(kernels, args)
-    results = []
     progress = Progress(sys.stderr, tty=False if args.no_progress else None)
     progress.add_total(sum(plan.steps for plan in plans))
+
+    def failed(plan: Any, err: BaseException) -> None:  # reported; the others go on
+        errors.append(f"{plan.kernel.name}: {failure(err)}")
+
     with progress, warnings.catch_warnings():
         # Mismatches are recorded in the result and listed under the table.
         warnings.simplefilter("ignore", BenchmarkMismatchWarning)
-        for plan in plans:
-            try:
-                results.append(
-                    run_benchmark(
-                        plan.kernel,
-                        platform=args.platform,
-                        n_warmup=args.n_warmup,
-                        n_runs=args.n_runs,
-                        n_batch_per_run=args.n_batch_per_run,
-                        rtol=args.rtol,
-                        atol=args.atol,
-                        progress=None if args.no_progress else progress,
-                        plan=plan,
-                        target_spread=args.target_spread or None,
-                        time_budget_s=args.time_budget,
-                        settle_s=args.settle,
-                    )
-                )
-            except (Exception, SystemExit) as err:  # reported; the others go on
-                errors.append(f"{plan.kernel.name}: {failure(err)}")
+        results = run_benchmarks(
+            plans,
+            passes=args.passes,
+            on_error=failed,
+            n_warmup=args.n_warmup,
+            n_runs=args.n_runs,
+            n_batch_per_run=args.n_batch_per_run,
+            rtol=args.rtol,
+            atol=args.atol,
+            progress=None if args.no_progress else progress,
+            target_spread=args.target_spread or None,
+            time_budget_s=args.time_budget,
+            settle_s=args.settle,
+        )
     combined = BenchmarkResult.combine(results)
     combined.environment = {"machine": machine_info(), "load": load.stop()}
     return combined, errors
-
-
-def _load_old(args: Any) -> Any:
-    """The ``--compare`` file's records, read before anything runs."""
-    from ..benchmark import BenchmarkResult
-
-    if args.compare is None:
-        if args.fail_above is not None:
-            raise CliUsageError("--fail-above needs --compare OLD.json")
-        if args.relative_to != "auto":
-            raise CliUsageError("--relative-to needs --compare OLD.json")
-        return None
-    if args.fail_above is not None and not args.fail_above > 0:
-        raise CliUsageError(f"--fail-above must be a ratio > 0, got {args.fail_above}")
-    try:
-        old = BenchmarkResult.load(args.compare)
-    except (OSError, ValueError, TypeError) as err:
-        raise CliUsageError(f"--compare {args.compare}: {failure(err)}") from err
-    have = sorted({r.backend for r in old.records})
-    if args.relative_to not in ("auto", "none", *have):
-        raise CliUsageError(
-            f"--relative-to {args.relative_to}: no record of {args.compare} has that "
-            f"backend (it has: {', '.join(have) or 'none'}); or give auto or none"
-        )
-    return old
-
-
-def _compare(old: Any, result: Any, args: Any, kernels: list[Any]) -> int:
-    """Print the comparison; the number of records slower than ``--fail-above``
-    beyond the spread (or failing now).
-
-    A record found slower is timed again (its primitive only) before it counts: a
-    burst of load can push one run's ratio past the bound on identical code, and a
-    gate that fails then gets switched off. It fails the gate only when the second
-    run is slower beyond the spread too."""
-    from ..benchmark.regression import FAILED_NOW
-
-    matched, unmatched = _matched(old, result, args)
-    print()
-    print(textwrap.fill(f"against {args.compare}{_loads(old, result)}:", 100))
-    print(_formatted(matched, unmatched, args))
-    if args.fail_above is None:
-        return 0
-    lost = sum(line.endswith(FAILED_NOW) for line in unmatched)
-    slower = {c.key for c in matched if c.slower(args.fail_above)}
-    if slower:
-        names = {key[0] for key in slower}
-        again, _ = _run_all([k for k in kernels if k.name in names], args)
-        rematched, _ = _matched(old, again, args)
-        confirmed = [c for c in rematched if c.key in slower]
-        print()
-        print(
-            textwrap.fill(
-                f"timed again to confirm ({plural(len(slower), 'record')} slower "
-                f"than {args.fail_above:g}; a record fails only when both runs are "
-                f"slower){_loads(old, again)}:",
-                100,
-            )
-        )
-        print(_formatted(confirmed, [], args))
-        slower &= {c.key for c in confirmed if c.slower(args.fail_above)}
-    return len(slower) + lost
-
-
-def _matched(old: Any, result: Any, args: Any) -> tuple[list[Any], list[str]]:
-    from ..benchmark.regression import AUTO, compare_records
-
-    base = {"auto": AUTO, "none": None}.get(args.relative_to, args.relative_to)
-    return compare_records(old.records, result.records, relative_to=base)
-
-
-def _formatted(matched: list[Any], unmatched: list[str], args: Any) -> str:
-    from ..benchmark.regression import format_comparison
-
-    return format_comparison(matched, unmatched, args.fail_above)
-
-
-def _loads(old: Any, new: Any) -> str:
-    """The share of the CPUs other processes took during each run, when both files
-    know it: a kernel using every core slows down with it, whatever the gate
-    compares it with."""
-    shares = [
-        ((r.environment or {}).get("load") or {}).get("other_cpu_share")
-        for r in (old, new)
-    ]
-    if any(not isinstance(s, int | float) for s in shares):
-        return ""
-    return (
-        f" (other processes used {shares[0]:.0%} of the CPUs during its run, "
-        f"{shares[1]:.0%} during this one)"
-    )
 
 
 def cmd_benchmark(args: Any) -> int:
@@ -336,7 +243,8 @@ def cmd_benchmark(args: Any) -> int:
     for path, option in ((args.output, "--output"), (args.plot, "--plot")):
         if path:
             check_writable(path, option)
-    old = _load_old(args)
+    old = load_old(args)
+    args.passes = _passes(args)
     kernels = _runnable(select(args), args.platform)
     _check_backends(kernels, args)
     result, errors = _run_all(kernels, args)
@@ -365,7 +273,13 @@ def cmd_benchmark(args: Any) -> int:
         f"{plural(len(kernels), 'primitive')}, {plural(len(result), 'run')}, "
         f"{n_fail} failed, {n_mis} mismatched, {len(result.noisy)} noisy"
     )
-    slower = _compare(old, result, args, kernels) if old is not None else 0
+    slower = 0
+    if old is not None:
+
+        def again(names: set[str]) -> Any:  # the primitives of records found slower
+            return _run_all([k for k in kernels if k.name in names], args)[0]
+
+        slower = compare(old, result, args, again)
     for line in errors:
         print(f"polykernel benchmark: error: {' '.join(line.split())}", file=sys.stderr)
     if errors:
