@@ -125,9 +125,7 @@ def test_speedup_first_leads_with_the_ratio_and_judges_its_spread():
     records = _pair("n=1", 2.0, 1.0, 0.25, 0.05) + _pair("n=2", 2.0, 1.0, 0.5, 0.4)
     text = format_table(records, speedup_first=True)
     lines = text.splitlines()
-    assert (
-        lines[0] == "p on cpu: speed-up vs jax_raw, same rounds (median ms per call)"
-    )
+    assert lines[0] == "p on cpu: speed-up vs jax_raw, same rounds (median ms per call)"
     n1 = next(line for line in lines if line.startswith("n=1 "))
     n2 = next(line for line in lines if line.startswith("n=2 "))
     # The times are noisy (IQR 60%), the ratio of n=1 is not: no mark.

@@ -24,8 +24,9 @@ from polykernel.benchmark import (
     run_benchmark,
     run_benchmarks,
 )
+from polykernel.benchmark.passes import merge_passes, pass_rule
 from polykernel.benchmark.record import runs_note
-from polykernel.benchmark.sampling import Sampled, StopRule, merge_passes, pass_rule
+from polykernel.benchmark.sampling import Sampled, StopRule
 from polykernel.core import registry
 from polykernel.errors import BenchmarkMismatchWarning, BenchmarkValueError
 

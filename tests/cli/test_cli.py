@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -132,6 +133,10 @@ def test_benchmark_outputs_files_and_defaults(env, tmp_path):
     assert "[4/4] clitest.good | n=16 | pass 2/2" in out.stderr
     assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
     assert "clitest.good" in (tmp_path / "r.csv").read_text()
+    # ... and with --output, in a fresh process too, the records joined.
+    assert "timing again in a fresh process: process 2 of 2" in out.stderr
+    with open(tmp_path / "r.csv", newline="") as f:
+        assert {row["processes"] for row in csv.DictReader(f)} == {"2"}
     saved = json.loads((tmp_path / "cfg" / "tuned.json").read_text())
     (entry,) = saved["entries"]["clitest.good"]
     assert entry["scope"] == "saved_default" and entry["bucket"] is None
@@ -254,6 +259,27 @@ def test_main_in_process_handles_absent_catalog(monkeypatch, capsys):
     assert cli.main(["--version"]) == 0
     assert cli.main(["benchmark", "--n-runs", "x"]) == 2
     assert "expected an integer >= 1, got 'x'" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # over a second here (subprocesses, compiles)
+def test_a_fresh_process_that_writes_no_records_is_an_error(env, tmp_path):
+    # The module refuses to load in the second process: the run still prints this
+    # process's table, and says what the other one said.
+    (tmp_path / "picky_prims.py").write_text(
+        "import sys\n"
+        "if '--process-output' in sys.argv:\n"
+        "    raise RuntimeError('not in a second process')\n"
+        "from cli_prims import good\n"
+    )  # fmt: skip
+    out = benchmark(env, "-m", "picky_prims", "clitest.good", "--n-warmup", "0",
+                    "--n-runs", "2", "--processes", "2")  # fmt: skip
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "clitest.good on cpu: median ms per call" in out.stdout
+    assert (
+        "polykernel benchmark: error: process 2 of 2 wrote no records (exit 1): "
+        in out.stderr
+    )
+    assert "not in a second process" in out.stderr
 
 
 def test_more_passes_than_runs_is_a_usage_error(capsys):

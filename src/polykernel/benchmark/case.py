@@ -23,9 +23,10 @@ from .compare import pick_reference
 from .config import BenchmarkConfig
 from .launch import launch_of
 from .paired import pair_records
+from .passes import merge_passes
 from .plan import BenchmarkPlan
 from .record import BenchmarkRecord, compute_stats
-from .sampling import Sampled, StopRule, merge_passes, sample_interleaved
+from .sampling import Sampled, StopRule, sample_interleaved
 
 __all__ = ["ADAPTIVE_WARMUP_S", "MAX_SETTLE_CALLS", "Case", "CaseOptions"]
 __all__ += ["finish_case", "prepare_case", "time_pass"]

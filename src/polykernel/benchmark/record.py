@@ -94,7 +94,7 @@ def compute_stats(times_s: Sequence[float]) -> TimingStats:
 
 
 def runs_note(
-    n: int, n_sampled: int, stopped_by: str | None, passes: int = 1
+    n: int, n_sampled: int, stopped_by: str | None, passes: int = 1, processes: int = 1
 ) -> str:
     """How many runs the statistics are from, and why timing stopped, in words.
 
@@ -104,10 +104,15 @@ def runs_note(
         " over the steadiest 15 of 400 runs; the case's time budget ran out"
         >>> runs_note(15, 40, "spread", passes=3)
         ' over 15 of 40 runs in 3 passes; its spread fell within the bound'
+        >>> runs_note(30, 80, None, passes=2, processes=2)
+        ' over 30 of 80 runs in 2 passes and 2 processes'
     """
     text = ""
-    if n and passes > 1:  # a window of each pass: not one stretch of runs
-        text = f" over {n} of {n_sampled} runs in {passes} passes"
+    apart = [f"{passes} passes"] * (passes > 1) + [f"{processes} processes"] * (
+        processes > 1
+    )
+    if n and apart:  # a window of each pass: not one stretch of runs
+        text = f" over {n} of {n_sampled} runs in {' and '.join(apart)}"
     elif n and n_sampled > n:
         text = f" over the steadiest {n} of {n_sampled} runs"
     elif n:
@@ -185,6 +190,8 @@ class BenchmarkRecord:
             parameter's first candidate); ``None``: no parameters, or unknown.
         passes: The passes the case was timed in, apart in time
             (``run_benchmarks(passes=...)``); 1 for one stretch of rounds.
+        processes: The processes whose timings the record joins
+            (``benchmark.processes.merge_processes``); 1 for one.
 
     Example:
         >>> from polykernel import BenchmarkRecord
@@ -226,6 +233,7 @@ class BenchmarkRecord:
     launch_params: dict[str, Any] = field(default_factory=dict)
     launch_source: str | None = None
     passes: int = 1
+    processes: int = 1
 
     @classmethod
     def from_stats(cls, stats: TimingStats, **kw: Any) -> BenchmarkRecord:
@@ -282,7 +290,9 @@ class BenchmarkRecord:
             return None
         rel = self.relative_iqr or 0.0
         text = f"IQR {rel:.0%} of the median (bound {self.noise_bound:.0%})"
-        return text + runs_note(self.n, self.n_sampled, self.stopped_by, self.passes)
+        return text + runs_note(
+            self.n, self.n_sampled, self.stopped_by, self.passes, self.processes
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the record as a plain dict: every dataclass field, then the derived

@@ -252,7 +252,7 @@ def _legend(matched: Sequence[Comparison], fail_above: float | None) -> list[str
         )
     text += (
         "; spread: half the sum of both runs' spreads (a time's IQR / median; a "
-        "ratio's: its first and second half of rounds apart)"
+        "ratio's: its first and second half of rounds apart, or its processes)"
         if bases
         else "; spread: both runs' IQR / median, half of their sum"
     )

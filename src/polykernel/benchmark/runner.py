@@ -23,10 +23,11 @@ from .case import Case, CaseOptions, finish_case, prepare_case, time_pass
 from .compare import check_outputs
 from .defaults import kernel_set
 from .machine import LoadMonitor, machine_info
+from .passes import pass_rule
 from .plan import BenchmarkPlan, check_plan, plan_benchmark
 from .record import BenchmarkRecord
 from .result import BenchmarkResult
-from .sampling import check_rule, pass_rule
+from .sampling import check_rule
 from .timing import check_counts
 
 __all__ = ["BenchmarkPlan", "plan_benchmark", "run_benchmark", "run_benchmarks"]

@@ -49,14 +49,7 @@ from ..errors import BenchmarkTypeError, BenchmarkValueError
 from .paired import fast_end_ratio
 from .record import relative_iqr
 
-__all__ = [
-    "SLOW_CASE_WINDOWS",
-    "Sampled",
-    "StopRule",
-    "merge_passes",
-    "pass_rule",
-    "sample_interleaved",
-]
+__all__ = ["SLOW_CASE_WINDOWS", "Sampled", "StopRule", "sample_interleaved"]
 
 #: A case whose first window alone outlasts its time budget may still take this many
 #: windows' time to reach the bound.
@@ -329,62 +322,6 @@ def _steadiest_stretch(
     starts = sorted({*range(0, rounds - size + 1, stride), rounds - size})
     spreads = [(_worst_spread(times, i, i + size), i) for i in starts if i >= 0]
     return (min(spreads)[1] if spreads else 0), size
-
-
-#: Why the timing of a case stopped, from the least to the most telling: the
-#: reason of a case timed in passes is its passes' most telling one.
-_STOP_ORDER = ("runs", "spread", "budget", "max_runs")
-
-
-def pass_rule(rule: StopRule, passes: int, index: int) -> StopRule:
-    """The rule of pass ``index`` (from 0) of ``passes``: ``rule``'s runs shared
-    out (each pass a window of ``n_runs / passes`` rounds, rounded up when adaptive;
-    without a bound the passes' rounds add up to exactly ``n_runs``), as its time
-    budget and its cap on rounds.
-
-    Example:
-        >>> from polykernel.benchmark.sampling import StopRule, pass_rule
-        >>> [pass_rule(StopRule(10), 3, i).n_runs for i in range(3)]
-        [4, 3, 3]
-        >>> pass_rule(StopRule(15, 0.1, 3.0), 3, 2)
-        StopRule(n_runs=5, target_spread=0.1, time_budget_s=1.0, max_runs=3334)
-    """
-    if passes == 1:
-        return rule
-    if rule.adaptive:
-        n_runs = -(-rule.n_runs // passes)
-    else:
-        n_runs = rule.n_runs // passes + (index < rule.n_runs % passes)
-    return StopRule(
-        n_runs,
-        rule.target_spread,
-        rule.time_budget_s / passes,
-        max(n_runs, -(-rule.max_runs // passes)),
-    )
-
-
-def merge_passes(passes: list[Sampled]) -> Sampled:
-    """One :class:`Sampled` of a case timed in ``passes`` (in time order): each
-    backend's kept windows and its rounds one after the other, the rounds counted
-    together, the most telling reason any pass stopped for. A backend that raised in
-    any pass is left out (in ``errors``): every list keeps the same rounds.
-
-    Example:
-        >>> from polykernel.benchmark.sampling import Sampled, merge_passes
-        >>> one = Sampled({"a": [1.0]}, "spread", {}, {"a": [2.0, 1.0]}, 2)
-        >>> two = Sampled({"a": [3.0]}, "budget", {}, {"a": [3.0]}, 1)
-        >>> m = merge_passes([one, two])
-        >>> m.times_s, m.every_round, m.stopped_by, m.rounds
-        ({'a': [1.0, 3.0]}, {'a': [2.0, 1.0, 3.0]}, 'budget', 3)
-    """
-    errors: dict[str, BaseException] = {}
-    for sampled in passes:
-        errors |= sampled.errors
-    names = [n for n in passes[-1].times_s if n not in errors] if passes else []
-    kept = {n: [t for s in passes for t in s.times_s[n]] for n in names}
-    rounds = {n: [t for s in passes for t in s.every_round[n]] for n in names}
-    stopped = max((s.stopped_by for s in passes), key=_STOP_ORDER.index, default="runs")
-    return Sampled(kept, stopped, errors, rounds, sum(s.rounds for s in passes))
 
 
 def check_rule(

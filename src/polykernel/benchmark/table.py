@@ -192,7 +192,7 @@ def _noisy_notes(
             f"{r.backend} {_percent(_spread_of(r, ratios))}" for r in recs
         )
         bounds = {r.noise_bound for r in recs}
-        runs = {(r.n, r.n_sampled, r.stopped_by, r.passes) for r in recs}
+        runs = {(r.n, r.n_sampled, r.stopped_by, r.passes, r.processes) for r in recs}
         what = f"{'ratio spread' if ratios else 'IQR / median'} {spreads}"
         what += f" (bound {bounds.pop():.0%})" if len(bounds) == 1 else ""
         what += runs_note(*runs.pop()) if len(runs) == 1 else ""

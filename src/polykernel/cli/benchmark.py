@@ -19,6 +19,7 @@ from ._common import (
     suffixed,
 )
 from .gate import add_gate_args, compare, load_old
+from .processes import PROCESSES, in_processes, processes_of
 from .selection import add_selection_args, select
 
 __all__ = ["cmd_benchmark", "register"]
@@ -100,6 +101,18 @@ def register(sub: Any, common: Any) -> None:
         "meets the states the machine goes through during the whole run "
         f"(default {PASSES}, or 1 with --n-runs 1; at most --n-runs)",
     )
+    p.add_argument(
+        "--processes",
+        type=pos_int,
+        default=None,
+        metavar="N",
+        help="time the whole run in N processes, this one and N - 1 fresh ones in "
+        "turn, and join their records, so each spread covers what differs from one "
+        f"process to the next (default {PROCESSES} with --output or --compare, "
+        "else 1)",
+    )
+    # One of those fresh processes: its records go to FILE, nothing else is done.
+    p.add_argument("--process-output", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--n-batch-per-run", type=pos_int, default=1, metavar="N")
     p.add_argument(
         "--settle",
@@ -240,14 +253,21 @@ def cmd_benchmark(args: Any) -> int:
     """Handler of ``polykernel benchmark``."""
     from ..benchmark.machine import environment_lines
 
+    child = args.process_output is not None  # one of several processes: time only
     for path, option in ((args.output, "--output"), (args.plot, "--plot")):
-        if path:
+        if path and not child:
             check_writable(path, option)
-    old = load_old(args)
-    args.passes = _passes(args)
+    old = None if child else load_old(args)
+    args.passes, args.processes = _passes(args), processes_of(args)
     kernels = _runnable(select(args), args.platform)
     _check_backends(kernels, args)
     result, errors = _run_all(kernels, args)
+    if child:
+        result.save(args.process_output)
+        return 0
+    if args.processes > 1:
+        result, lost = in_processes(result, args)
+        errors += lost
     # The machine and the load the numbers were measured on.
     print(environment_lines(result.environment))
     print()

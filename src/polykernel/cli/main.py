@@ -85,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help/--version (0) or usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
+    # The command line as given: `benchmark --processes` runs it again.
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
