@@ -203,7 +203,8 @@ def test_the_gate_fails_on_a_slower_run_and_passes_otherwise(run, tmp_path):
     assert first.returncode == 0, first.stderr
     _scaled(tmp_path / "old.json", 1 / 50, tmp_path / "fast.json")  # 50x faster then
     _scaled(tmp_path / "old.json", 50, tmp_path / "slow.json")  # 50x slower then
-    worse = run("--compare", "fast.json", "--fail-above", "1.10")
+    # One process each: 50x is far beyond what differs between processes.
+    worse = run("--compare", "fast.json", "--fail-above", "1.10", "--processes", "1")
     assert worse.returncode == 1, worse.stdout + worse.stderr
     assert "compare_cli.double on cpu:\n  jax_raw / n=64 " in worse.stdout
     assert "SLOWER" in worse.stdout  # the reference alone: judged by its times
@@ -211,7 +212,7 @@ def test_the_gate_fails_on_a_slower_run_and_passes_otherwise(run, tmp_path):
         "--fail-above 1.1: 1 record slower than that beyond the spread of both runs "
         "(or failing now) against fast.json" in worse.stderr
     )
-    better = run("--compare", "slow.json", "--fail-above", "1.10")
+    better = run("--compare", "slow.json", "--fail-above", "1.10", "--processes", "1")
     assert better.returncode == 0, better.stderr
     assert "SLOWER" not in better.stdout
 
@@ -310,10 +311,15 @@ def test_identical_code_twice_passes_and_a_kernel_slowed_by_half_fails(
     assert first.returncode == 0, first.stdout + first.stderr
     record = json.loads((tmp_path / "old.json").read_text())["records"][1]
     assert record["backend"] == "numba" and record["paired_base"] == "jax_raw"
+    assert record["processes"] == 2  # this process and a fresh one, joined
     again = benchmark(32, "--compare", "old.json", "--fail-above", "1.10")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "numba / n=10000" in again.stdout and "SLOWER" not in again.stdout
-    slowed = benchmark(48, "--compare", "old.json", "--fail-above", "1.10")
+    # Baseline and identical code above in two processes each (the default with
+    # --output and --compare); the slowed kernels need not be.
+    slowed = benchmark(
+        48, "--compare", "old.json", "--fail-above", "1.10", "--processes", "1"
+    )
     assert slowed.returncode == 1, slowed.stdout + slowed.stderr
     line = next(x for x in slowed.stdout.splitlines() if "numba / n=10000" in x)
     assert line.endswith("SLOWER") and "x" in line.split()[3]  # a ratio to jax_raw
@@ -324,7 +330,8 @@ def test_identical_code_twice_passes_and_a_kernel_slowed_by_half_fails(
     # Slower in the first timing only (a burst of load): not a regression. 2x in
     # the first timing against a 1.3 bound: under CI load (the other worker busy)
     # identical code's ratio alone moves up to ~1.25x between runs.
-    once = benchmark(32, "--compare", "old.json", "--fail-above", "1.3", first=64)
+    once = benchmark(32, "--compare", "old.json", "--fail-above", "1.3",
+                     "--processes", "1", first=64)  # fmt: skip
     assert once.returncode == 0, once.stdout + once.stderr
     first, confirm = once.stdout.split("timed again to confirm")
     assert "SLOWER" in first and "SLOWER" not in confirm
