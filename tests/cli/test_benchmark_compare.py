@@ -199,7 +199,7 @@ def _scaled(path, factor: float, target) -> None:
 
 @pytest.mark.slow
 def test_the_gate_fails_on_a_slower_run_and_passes_otherwise(run, tmp_path):
-    first = run("-o", "old.json")
+    first = run("-o", "old.json", "--processes", "1")
     assert first.returncode == 0, first.stderr
     _scaled(tmp_path / "old.json", 1 / 50, tmp_path / "fast.json")  # 50x faster then
     _scaled(tmp_path / "old.json", 50, tmp_path / "slow.json")  # 50x slower then
