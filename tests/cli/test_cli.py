@@ -283,6 +283,32 @@ def test_a_fresh_process_that_writes_no_records_is_an_error(capsys):
     )
 
 
+def test_a_fresh_process_that_hangs_is_stopped_and_reported(
+    tmp_path, monkeypatch, capsys
+):
+    # Never a hang: a fresh process that does not finish in time is stopped.
+    import argparse
+
+    from polykernel.benchmark import BenchmarkRecord, BenchmarkResult
+    from polykernel.cli import processes
+
+    (tmp_path / "sleepy_prims.py").write_text("import time\ntime.sleep(60)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(processes, "MIN_TIME_LIMIT_S", 2.0)
+    mine = BenchmarkResult([BenchmarkRecord("cpu", "numba", "n=8", median_ms=1.0)])
+    argv = ["benchmark", "--no-catalog", "-m", "sleepy_prims"]
+    args = argparse.Namespace(argv=argv, processes=2)
+    joined, errors = processes.in_processes(mine, args)
+    assert len(joined) == 1
+    assert errors == [
+        "process 2 of 2 did not finish within 2 s (this process's run took 0 s) "
+        "and was stopped"
+    ]
+    assert processes.time_limit(mine) == 2.0
+    mine.environment = {"load": {"seconds": 100.0}}
+    assert processes.time_limit(mine) == 500.0  # five times this process's run
+
+
 def test_more_passes_than_runs_is_a_usage_error(capsys):
     from polykernel import cli
 

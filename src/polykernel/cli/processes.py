@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROCESSES", "in_processes", "processes_of"]
+__all__ = ["PROCESSES", "in_processes", "processes_of", "time_limit"]
 
 #: ``--processes`` where the run writes or compares a results file (a gate's
 #: baseline and its check): two, as asv times each benchmark by default.
@@ -36,21 +36,29 @@ def processes_of(args: Any) -> int:
 def in_processes(result: Any, args: Any) -> tuple[Any, list[str]]:
     """``result`` joined with the same command's records from
     ``args.processes - 1`` fresh processes; an error line for each process that
-    wrote none."""
+    wrote none, or did not finish within :func:`time_limit` (it is stopped)."""
     from ..benchmark import BenchmarkResult
     from ..benchmark.processes import merge_processes
 
     results, errors = [result], []
+    limit = time_limit(result)
     with tempfile.TemporaryDirectory(prefix="polykernel-processes-") as folder:
         for index in range(2, args.processes + 1):
             where = f"process {index} of {args.processes}"
             print(f"timing again in a fresh process: {where}", file=sys.stderr)
             out = Path(folder) / f"{index}.json"
-            proc = subprocess.run(
-                [sys.executable, "-m", "polykernel.cli", *args.argv, "--processes",
-                 "1", "--no-progress", "--process-output", str(out)],
-                capture_output=True, text=True, check=False,
-            )  # fmt: skip
+            try:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "polykernel.cli", *args.argv,
+                     "--processes", "1", "--no-progress", "--process-output", str(out)],
+                    capture_output=True, text=True, check=False, timeout=limit,
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                errors.append(
+                    f"{where} did not finish within {limit:.0f} s (this process's "
+                    f"run took {_seconds(result):.0f} s) and was stopped"
+                )
+                continue
             if not out.exists():
                 said = " ".join(proc.stderr.split())[-400:] or "nothing on stderr"
                 errors.append(
@@ -59,3 +67,22 @@ def in_processes(result: Any, args: Any) -> tuple[Any, list[str]]:
                 continue
             results.append(BenchmarkResult.load(out))
     return merge_processes(results), errors
+
+
+#: A fresh process may take this long at least (imports and compiles from cold)...
+MIN_TIME_LIMIT_S = 300.0
+#: ... or this many times what this process's run took.
+TIME_LIMIT_FACTOR = 5.0
+
+
+def time_limit(result: Any) -> float:
+    """Seconds a fresh process gets before it is stopped: a hang must not hang the
+    command (:data:`MIN_TIME_LIMIT_S`, or :data:`TIME_LIMIT_FACTOR` times this
+    process's run where that is longer)."""
+    return max(MIN_TIME_LIMIT_S, TIME_LIMIT_FACTOR * _seconds(result))
+
+
+def _seconds(result: Any) -> float:
+    load = (result.environment or {}).get("load") or {}
+    seconds = load.get("seconds")
+    return float(seconds) if isinstance(seconds, int | float) else 0.0
