@@ -80,6 +80,21 @@ def _passes(passes: Any, n_runs: int) -> int:
     return passes
 
 
+def _options(
+    n_warmup, n_runs, n_batch_per_run, clock, target_spread, time_budget_s,
+    max_runs, settle_s, reference_backend, catch_errors, passes,
+) -> tuple[CaseOptions, int]:  # fmt: skip
+    """The arguments every case is timed with, checked once, and the passes."""
+    check_counts(n_warmup, n_runs, n_batch_per_run)
+    rule = check_rule(n_runs, target_spread, time_budget_s, max_runs)
+    passes = _passes(passes, n_runs)
+    options = CaseOptions(
+        rule, n_warmup, n_batch_per_run, clock, _settle(settle_s), reference_backend,
+        catch_errors,
+    )  # fmt: skip
+    return options, passes
+
+
 def run_benchmark(
     kernel: Any,
     *,
@@ -157,35 +172,19 @@ def run_benchmark(
         [('n=8', 'jax_raw', True)]
     """
     # Checked before the data is made (and again by run_benchmarks).
-    check_counts(n_warmup, n_runs, n_batch_per_run)
-    check_rule(n_runs, target_spread, time_budget_s, max_runs)
-    _passes(passes, n_runs)
-    _settle(settle_s)
+    # Checked before the data is made.
+    options, passes = _options(
+        n_warmup, n_runs, n_batch_per_run, clock, target_spread, time_budget_s,
+        max_runs, settle_s, reference_backend, catch_errors, passes,
+    )  # fmt: skip
     if plan is None:
         plan = plan_benchmark(kernel, platform=platform, backends=backends)
         if progress is not None:
             progress.add_total(plan.steps)
     else:
         check_plan(plan, kernel, platform, backends)
-    (result,) = run_benchmarks(
-        [plan],
-        passes=passes,
-        n_warmup=n_warmup,
-        n_runs=n_runs,
-        n_batch_per_run=n_batch_per_run,
-        compare_results=compare_results,
-        rtol=rtol,
-        atol=atol,
-        verbose=verbose,
-        catch_errors=catch_errors,
-        reference_backend=reference_backend,
-        clock=clock,
-        progress=progress,
-        target_spread=target_spread,
-        time_budget_s=time_budget_s,
-        max_runs=max_runs,
-        settle_s=settle_s,
-    )
+    checks = (rtol, atol) if compare_results else None
+    (result,) = _Run(options, passes, progress, None, checks, verbose).all([plan])
     return result
 
 
@@ -249,12 +248,9 @@ def run_benchmarks(
         >>> [(r.backend, r.passes, r.n) for r in result.records]
         [('jax_raw', 3, 6)]
     """
-    check_counts(n_warmup, n_runs, n_batch_per_run)
-    rule = check_rule(n_runs, target_spread, time_budget_s, max_runs)
-    passes = _passes(passes, n_runs)
-    options = CaseOptions(
-        rule, n_warmup, n_batch_per_run, clock, _settle(settle_s), reference_backend,
-        catch_errors,
+    options, passes = _options(
+        n_warmup, n_runs, n_batch_per_run, clock, target_spread, time_budget_s,
+        max_runs, settle_s, reference_backend, catch_errors, passes,
     )  # fmt: skip
     checks = (rtol, atol) if compare_results else None
     run = _Run(options, passes, progress, on_error, checks, verbose)
