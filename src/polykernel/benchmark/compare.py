@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._frames import PACKAGE_DIR, first_outside
 from ..errors import BenchmarkMismatchWarning
 
 __all__ = ["Comparison", "check_outputs", "compare_outputs", "pick_reference"]
@@ -91,22 +90,6 @@ def compare_outputs(out: Any, ref: Any, *, rtol: float, atol: float) -> Comparis
     return Comparison(matches, worst, "; ".join(details))
 
 
-#: Frames in this package are not where a benchmark was asked for.
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-def _outside_polykernel() -> int:
-    """The ``stacklevel`` (for a ``warnings.warn`` in our caller) of the first frame
-    outside polykernel: the user's ``op.benchmark(...)`` or ``run_benchmarks(...)``
-    line, however many of our frames lie between."""
-    frame, level = sys._getframe(2), 2
-    while frame.f_back is not None and os.path.abspath(
-        frame.f_code.co_filename
-    ).startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def check_outputs(records, outputs, cfg, name, rtol, atol, reference) -> None:
     """Compare each successful record's output of one config with the reference's
     (:func:`pick_reference`); record the outcome on the records and warn
@@ -131,5 +114,5 @@ def check_outputs(records, outputs, cfg, name, rtol, atol, reference) -> None:
                 f"rtol={rtol}, atol={atol}). The mismatch is recorded in "
                 "BenchmarkResult.mismatches.",
                 BenchmarkMismatchWarning,
-                stacklevel=_outside_polykernel(),
+                stacklevel=first_outside(PACKAGE_DIR)[1],  # the user's line
             )

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import difflib
 import os
-import sys
 import threading
 import warnings
 from collections.abc import Iterable
 from typing import Any
 
+from .._frames import first_outside
 from ..errors import DuplicatePrimitiveWarning, KernelLookupError, KernelTypeError
 
 __all__ = [
@@ -34,22 +34,9 @@ _LOCK = threading.Lock()
 _KERNELS: dict[str, Any] = {}
 _SITES: dict[str, str] = {}
 
-# Frames inside polykernel itself are skipped when looking for the line that created a
-# primitive, so the reported site is the user's ``XLACustomKernel(...)`` call.
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-def _creation_site() -> tuple[str, int]:
-    """Return (``file:line``, stacklevel) of the first frame outside polykernel."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(_PACKAGE_DIR + os.sep):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}", level
-        frame = frame.f_back
-        level += 1
-    return "<unknown>", 1
+# Frames inside polykernel's core are skipped when looking for the line that created
+# a primitive, so the reported site is the user's ``XLACustomKernel(...)`` call.
+_CORE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def register(kernel: Any) -> None:
@@ -77,7 +64,8 @@ def register(kernel: Any) -> None:
             "polykernel registry: register() expects an object with a non-empty string "
             f"'name' attribute, got {type(kernel).__name__} with name={name!r}."
         )
-    site, level = _creation_site()
+    frame, level = first_outside(_CORE_DIR)
+    site = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "<unknown>"
     with _LOCK:
         previous = _KERNELS.get(name)
         previous_site = _SITES.get(name, "<unknown>")
