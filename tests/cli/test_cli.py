@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -119,8 +117,11 @@ def test_list_with_tags_and_names(env):
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_benchmark_outputs_files_and_defaults(env, tmp_path):
+    # --target-spread 0: exactly the 3 runs in each process, no adaptive warm-up;
+    # this test is about the files, the progress and the defaults, not the times.
     out = benchmark(
         env, "--tags", "float", "--n-warmup", "1", "--n-runs", "3",
+        "--target-spread", "0",
         "--output", str(tmp_path / "r.csv"), "--plot", str(tmp_path / "r.png"),
         "--save-defaults",
     )  # fmt: skip
@@ -157,7 +158,9 @@ def test_benchmark_outputs_files_and_defaults(env, tmp_path):
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_benchmark_mismatch_reported_and_strict_fails(env):
-    args = ["--tags", "broken", "--n-warmup", "0", "--n-runs", "2", "--no-progress"]
+    # --target-spread 0: exactly the 2 runs; outputs are compared before the timing.
+    args = ["--tags", "broken", "--n-warmup", "0", "--n-runs", "2",
+            "--target-spread", "0", "--no-progress"]  # fmt: skip
     loose = benchmark(env, *args)
     assert loose.returncode == 0, loose.stderr
     assert "MISMATCH clitest.bad [cpu] n=16: numba vs jax_raw" in loose.stdout
@@ -171,7 +174,8 @@ def test_benchmark_mismatch_reported_and_strict_fails(env):
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_benchmark_progress_counts_against_the_whole_run(env):
-    out = benchmark(env, "--n-warmup", "0", "--n-runs", "2")
+    # --target-spread 0: exactly the 2 runs; the steps counted do not depend on it.
+    out = benchmark(env, "--n-warmup", "0", "--n-runs", "2", "--target-spread", "0")
     assert out.returncode == 0, out.stderr
     steps = [line.split()[0] for line in out.stderr.splitlines() if line[:1] == "["]
     # Two benchmarkable primitives x one config x two backends, then the two
@@ -339,15 +343,12 @@ def test_a_module_that_fails_while_importing_is_a_runtime_error(env, tmp_path):
 
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
-def test_python_dash_m_polykernel_is_the_command():
+def test_python_dash_m_polykernel_is_the_command(run_env):
     from polykernel import __version__
 
-    proc = subprocess.run(
-        [sys.executable, "-m", "polykernel", "--version"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # A child of the test process's zygote: as `python -m polykernel` runs
+    # (runpy runs the package's __main__ either way).
+    proc = zygote.run(["-m", "polykernel", "--version"], env=run_env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == __version__
 

@@ -3,12 +3,13 @@
 One test per docstring holding ``>>>`` lines (id: doctest's name, e.g.
 ``polykernel.core.primitive.XLACustomKernel``), listed from the source
 (``docstring_examples.py``) and run with ``doctest`` in one fresh process for the
-whole package (``docstring_runner.py``; ``ELLIPSIS | NORMALIZE_WHITESPACE``), each
-docstring with empty globals and in an empty directory of its own: an example that
-uses a name it does not import fails with the ``NameError`` a reader copying it
-would get. The process gets the session's environment (private caches) with
-``JAX_PLATFORMS=cpu``, also under ``make test-gpu``, and the session's
-``PYTHONPATH`` after the source (a package installed there is found).
+whole package (``docstring_runner.py``, forked by the zygote as the docs pages'
+blocks are; ``ELLIPSIS | NORMALIZE_WHITESPACE``), each docstring with empty globals
+and in an empty directory of its own: an example that uses a name it does not import
+fails with the ``NameError`` a reader copying it would get. The process gets the
+session's environment (private caches) with ``JAX_PLATFORMS=cpu``, also under ``make
+test-gpu``, and the session's ``PYTHONPATH`` after the source (a package installed
+there is found).
 
 A statement marked ``# doctest: +SKIP`` carries its reason, ``(needs WHAT: WHY)``
 (``test_every_skipped_example_says_why``). An example importing an optional package
@@ -23,13 +24,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from docstring_examples import SKIP_HELP, DocExample, docstring_examples
 from subprocess_support import REPO, SUPPORT, imported, missing_optional
+from zygote import run_script
 
 from polykernel import backends
 
@@ -46,12 +46,16 @@ def run_examples(
     that cannot be imported: ``{"error": ...}`` under the module's name)."""
     results = workdir / "results.jsonl"
     path = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))
-    proc = subprocess.run(
-        [sys.executable, str(RUNNER), str(results), str(workdir / "cwd"), *modules],
+    # A fresh process forked by the zygote (zygote.py), as the docs pages' blocks
+    # run: no JAX backend started, NumPy, JAX, Numba and polykernel not imported
+    # again (the docs tests' zygote of this worker: the same environment).
+    proc = run_script(
+        RUNNER,
+        str(results),
+        str(workdir / "cwd"),
+        *modules,
         cwd=workdir,
         env={**env, "JAX_PLATFORMS": "cpu", "PYTHONPATH": path},
-        capture_output=True,
-        text=True,
         timeout=900,
     )
     found: dict[str, dict] = {}

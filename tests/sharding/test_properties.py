@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from subprocess_support import SUPPORT, last_json, run_python
+from forked_scripts import run_forked
+from subprocess_support import SUPPORT, last_json
 
 CHILD = SUPPORT / "sharding_properties.py"
 LONG = os.environ.get("POLYKERNEL_HYPOTHESIS_PROFILE") == "long"
@@ -23,7 +24,7 @@ LONG = os.environ.get("POLYKERNEL_HYPOTHESIS_PROFILE") == "long"
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_every_drawn_rule_gives_the_unsharded_result(seed, run_env):
-    report = last_json(run_python(CHILD, "40", str(seed), env=run_env, timeout=300))
+    report = last_json(run_forked(CHILD, "40", str(seed), env=run_env, timeout=300))
     assert report["devices"] == 4 and report["examples"] == 40
     assert report["failures"] == []
 
@@ -31,7 +32,7 @@ def test_every_drawn_rule_gives_the_unsharded_result(seed, run_env):
 @pytest.mark.slow
 @pytest.mark.skipif(not LONG, reason="set POLYKERNEL_HYPOTHESIS_PROFILE=long")
 def test_many_drawn_rules_give_the_unsharded_result(run_env):
-    report = last_json(run_python(CHILD, "600", "7", env=run_env, timeout=1800))
+    report = last_json(run_forked(CHILD, "600", "7", env=run_env, timeout=1800))
     assert report["failures"] == []
 
 
@@ -59,6 +60,9 @@ def test_a_factor_with_two_sizes_is_refused_at_lowering():
     assert op(x, y, outs=[spec])[0].shape == (4,)
     from polykernel.sharding.rules import get_rule
 
-    with pytest.raises(pk.KernelRegistrationError, match=r"gives factor 'i' size 8 "
-                       r"\(input 0 dimension 0\) and size 4 \(input 1 dimension 0\)"):
+    with pytest.raises(
+        pk.KernelRegistrationError,
+        match=r"gives factor 'i' size 8 "
+        r"\(input 0 dimension 0\) and size 4 \(input 1 dimension 0\)",
+    ):
         get_rule(op.primitive).resolve([1, 1], [spec], (x, y), {})

@@ -1,7 +1,8 @@
 """Partitioning rules: no all-gather under jit with sharded inputs, on 4 CPU devices.
 
 The multi-device scenarios live in ``sharding_scenarios.py`` and run once, in one
-child process (XLA fixes the device count when JAX starts); the tests below assert on
+child process (XLA fixes the device count when JAX starts; the child is forked by the
+zygote, ``forked_scripts.py``, before any backend starts); the tests below assert on
 what it reports, including the compiled HLO. Rule parsing and single-device
 behaviour are tested in this process.
 """
@@ -9,13 +10,12 @@ behaviour are tested in this process.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from forked_scripts import run_forked
 from subprocess_support import SUPPORT
 
 import polykernel as pk
@@ -44,15 +44,8 @@ def four_devices(tmp_path_factory) -> dict:
     import os
 
     script = SUPPORT / "sharding_scenarios.py"
-    proc = subprocess.run(
-        [sys.executable, str(script), *SCENARIOS],
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_forked(script, *SCENARIOS, env=dict(os.environ), timeout=600)
+    report = json.loads(out.strip().splitlines()[-1])
     assert report["devices"] == 4
     for name, result in report["results"].items():
         assert "crashed" not in result, f"{name}:\n{result.get('crashed')}"

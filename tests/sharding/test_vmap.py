@@ -4,9 +4,10 @@ The default batching rule loops over the batch; on a mesh of ``Explicit`` axes
 (``jax.make_mesh``'s default) a ``lax.scan`` over a split axis is refused by JAX, so
 the loop runs per device on its own rows and the batch stays split. Every catalog
 primitive on every CPU backend, on meshes of 2 and 4 host devices
-(``vmap_sharding_child.py``: one fresh process with 4 devices, XLA fixes the count at
-start; the 2-device meshes use the first two, with 4 batch rows per device, the
-4-device ones 2). The cases of a mesh size are reported under ``2dev``/``4dev``.
+(``vmap_sharding_child.py``: one fresh process with 4 devices, forked by the zygote
+before any JAX backend starts, XLA fixes the count at start; the 2-device meshes use
+the first two, with 4 batch rows per device, the 4-device ones 2). The cases of a
+mesh size are reported under ``2dev``/``4dev``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from subprocess_support import SUPPORT, last_json, run_python
+from forked_scripts import run_forked
+from subprocess_support import SUPPORT, last_json
 
 CHILD = SUPPORT / "vmap_sharding_child.py"
 PRIMITIVES = ("scaled_add", "csrmv", "csrmv_T", "event_csrmv", "lif_step")
@@ -26,7 +28,7 @@ def meshes() -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("XLA_FLAGS", None)
     argv = [str(n) for n in SIZES]
-    out = last_json(run_python(CHILD, *argv, env=env, timeout=600))
+    out = last_json(run_forked(CHILD, *argv, env=env, timeout=600))
     assert out["devices"] == max(SIZES)
     return out["meshes"]
 

@@ -26,6 +26,12 @@ import polykernel as pk
 from polykernel.dispatch import Choice, table
 
 FAST = {"max_seconds": 60.0, "case_seconds": 0.3}
+#: For the tests of what is refused, reported or recorded, not of how closely the
+#: times were measured (a pick they assert is between candidates 400x apart, or
+#: the only one left): one pass, ended after its first window of rounds (no spread
+#: reaches the 9x bound), where the default 5 % keeps a loaded machine timing for
+#: three windows' time. The test of twin candidates, about timing, keeps FAST.
+QUICK = FAST | {"target_spread": 9.0, "passes": 1}
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 
 
@@ -53,7 +59,7 @@ def test_a_candidate_that_writes_into_its_input_is_never_chosen(as_jax):
     if as_jax:
         cases[0] = cases[0].put_args()
     before = np.array(cases[0].args[0])
-    report = op.tune(platform="cpu", configs=cases, **FAST)
+    report = op.tune(platform="cpu", configs=cases, **QUICK)
     measured = _measured(report)
     clobber = measured["numba(variant='clobber')"]
     assert clobber.status == "mismatch" and not clobber.chosen
@@ -76,7 +82,7 @@ def test_a_default_that_writes_into_its_input_falls_back_to_a_clean_reference():
     op = make_op("faults.clobber.default", variants=("clobber", "a"), reference=False)
     cases = [configs((500,))[0].put_args()]
     before = np.array(cases[0].args[0])
-    report = op.tune(platform="cpu", configs=cases, save=False, **FAST)
+    report = op.tune(platform="cpu", configs=cases, save=False, **QUICK)
     measured = _measured(report)
     assert measured["numba(variant='clobber')"].status == "mismatch"
     assert measured["numba(variant='a')"].chosen
@@ -90,7 +96,7 @@ def test_a_default_that_writes_into_its_input_falls_back_to_a_clean_reference():
 
 def test_a_default_candidate_that_fails_to_build_is_recorded_and_tuning_goes_on():
     op = make_op("faults.raises.default", variants=("raises", "a"))
-    report = op.tune(platform="cpu", configs=configs((500,)), **FAST)
+    report = op.tune(platform="cpu", configs=configs((500,)), **QUICK)
     failed = _measured(report)["numba(variant='raises')"]
     assert failed.status == "error" and "seeded build failure" in failed.detail
     assert report.winners()["n=500"] in ("jax_raw", "numba(variant='a')")
@@ -103,7 +109,7 @@ def test_a_default_candidate_that_fails_to_build_is_recorded_and_tuning_goes_on(
 
 def test_without_a_reference_a_failing_default_hands_the_reference_on():
     op = make_op("faults.raises.noref", variants=("raises", "a"), reference=False)
-    report = op.tune(platform="cpu", configs=configs((500,)), **FAST)
+    report = op.tune(platform="cpu", configs=configs((500,)), **QUICK)
     (case,) = report.cases
     assert case.reference == "numba(variant='a')"
     assert case.notes == [
@@ -199,7 +205,9 @@ def test_a_candidate_that_never_returns_is_abandoned_and_the_process_exits():
 
 def test_a_cut_grid_writes_only_what_was_measured(tmp_path):
     op = grid_op("faults.grid", 300)
-    report = op.tune(platform="cpu", configs=configs((1000,)), max_candidates=3, **FAST)
+    report = op.tune(
+        platform="cpu", configs=configs((1000,)), max_candidates=3, **QUICK
+    )
     (case,) = report.cases
     assert case.not_tried == 300 * 300 + 1 - 3  # jax_raw's one candidate too
     assert [m.candidate.label for m in case.measured] == [
@@ -292,7 +300,7 @@ def test_jax_raw_takes_tune_and_tuple_candidates_come_back_as_tuples():
     op.def_jax_raw_kernel(gen, platform="cpu", tune={"tile": [(1, 1), (2, 2)]})
     finish(op)
     assert op.tunables("cpu") == {"jax_raw": (("tile", ((1, 1), (2, 2))),)}
-    report = op.tune(platform="cpu", configs=configs((100, 10_000)), **FAST)
+    report = op.tune(platform="cpu", configs=configs((100, 10_000)), **QUICK)
     assert {type(t) for t in seen} == {tuple}
     entries = table.entries_for(op.name)
     assert len(entries) == 2 and report.saved_to == table.tuned_path()
@@ -352,7 +360,7 @@ def test_a_tune_key_of_numpy_ints_is_a_bucket():
 
 def test_dispatch_reports_the_launch_parameters_the_call_passes():
     op = make_op("faults.from_call", variants=("b", "a"))
-    op.tune(platform="cpu", configs=configs((5000,)), backends=["numba"], **FAST)
+    op.tune(platform="cpu", configs=configs((5000,)), backends=["numba"], **QUICK)
     (entry,) = table.entries_for(op.name)
     assert entry.winner == Choice.of("numba", {"variant": "a"})  # 'b' is 400x work
     tuned = op.dispatch(spec(5000), outs=spec(5000), backend="numba")

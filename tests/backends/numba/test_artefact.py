@@ -126,7 +126,11 @@ def test_a_kernels_exceptions_read_as_numbas_own():
 
 # -- in new processes: misses are rebuilds, never crashes -----------------------------
 def _rows(env: dict, *variants: str) -> dict[str, dict]:
-    out = run_python(CHILD, *variants, env=env, timeout=300)
+    return _read_rows(run_python(CHILD, *variants, env=env, timeout=300))
+
+
+def _read_rows(out: str) -> dict[str, dict]:
+    """The cache child's lines in ``out`` (its stdout), by variant."""
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {r["variant"]: r for r in rows}
 
@@ -254,32 +258,47 @@ def built_without_a_compiler(tmp_path_factory) -> BuiltWithoutACompiler:
     return BuiltWithoutACompiler(env, tmp / "pk", proc.stderr, blob)
 
 
-@pytest.mark.slow  # subprocesses, compiles
-def test_without_a_c_compiler_the_handler_is_a_jit_object(built_without_a_compiler):
-    built = built_without_a_compiler
-    assert "no C compiler to link a shared object" in built.stderr
-    files = {p.name for p in (built.cache / "numba").rglob("handler.*")}
-    assert files == {"handler.o"}
-    # a later process (with a compiler or not) loads the object into Numba's JIT
-    assert _child(built.env, "A", "N") == {"A": "disk", "N": "disk"}
-
-
-REVIVE = """
-import sys
+#: One later process for both tests below (a fresh one costs about a CPU-second),
+#: no C compiler either, on the cache above, under Numba's workqueue layer: the
+#: parallel kernel's export (the file argv[1]) revived, its refusal printed, then
+#: the cache child's A and N (not parallel: the layer is nothing to them).
+LATER = f"""
+import runpy, sys
 from pathlib import Path
 import polykernel as pk
 try:
     pk.load_exported(Path(sys.argv[1]).read_bytes())
 except pk.KernelRegistrationError as err:
     print(err)
+sys.argv = [{str(CHILD)!r}, 'A', 'N']
+runpy.run_path({str(CHILD)!r}, run_name='__main__')
 """
 
 
-@pytest.mark.slow  # subprocesses, compiles
-def test_a_parallel_jit_object_is_refused_under_workqueue(built_without_a_compiler):
+@pytest.fixture(scope="module")
+def later_without_a_compiler(built_without_a_compiler) -> str:
+    """What the ``LATER`` process printed."""
     built = built_without_a_compiler
     env = dict(built.env, NUMBA_THREADING_LAYER="workqueue")
-    said = run_python("-c", REVIVE, str(built.blob), env=env, timeout=300)
+    return run_python("-c", LATER, str(built.blob), env=env, timeout=300)
+
+
+@pytest.mark.slow  # subprocesses, compiles
+def test_without_a_c_compiler_the_handler_is_a_jit_object(
+    built_without_a_compiler, later_without_a_compiler
+):
+    built = built_without_a_compiler
+    assert "no C compiler to link a shared object" in built.stderr
+    files = {p.name for p in (built.cache / "numba").rglob("handler.*")}
+    assert files == {"handler.o"}
+    # a later process (with a compiler or not) loads the object into Numba's JIT
+    rows = _read_rows(later_without_a_compiler)
+    assert {v: r["origin"] for v, r in rows.items()} == {"A": "disk", "N": "disk"}
+
+
+@pytest.mark.slow  # subprocesses, compiles
+def test_a_parallel_jit_object_is_refused_under_workqueue(later_without_a_compiler):
+    said = later_without_a_compiler
     assert "cannot register FFI target 'pk_numba_" in said
     assert "the layer is 'workqueue'" in said
     assert "NUMBA_THREADING_LAYER=omp" in said
