@@ -2,31 +2,32 @@
 
 from __future__ import annotations
 
-#: The test files that keep a worker longest (over 15 s each in a `make test` on the
-#: 2-core machine, 2026-11-29), longest first. They are collected first, so that
+#: The test files that keep a worker longest (over 11 s each in a `make test` on the
+#: 2-core machine, 2026-11-30), longest first. They are collected first, so that
 #: under `--dist loadfile` they start first and the shorter files fill in after
 #: them: the workers then finish within seconds of each other, where in folder
 #: order one of them ran the long sharding and tuning files alone at the end.
 LONGEST_FIRST = (
     "tests/distributed/test_job_tuning.py",
-    "tests/backends/numba/test_cache_identity.py",
-    "tests/backends/warp/test_linked.py",
     "tests/docs/test_docs_code.py",
-    "tests/backends/numba/test_parallel_cache.py",
-    "tests/cache/test_faults.py",
-    "tests/distributed/test_job_dispatch.py",
-    "tests/docs/test_examples.py",
-    "tests/backends/numba/test_artefact.py",
-    "tests/sharding/test_vmap.py",
-    "tests/cli/test_demo.py",
-    "tests/benchmark/test_scripts.py",
-    "tests/benchmark/test_widths.py",
-    "tests/sharding/test_multiprocess.py",
-    "tests/tuning/test_tune.py",
-    "tests/tuning/test_tune_faults.py",
-    "tests/core/test_bundle_hermetic.py",
     "tests/cli/test_benchmark_compare.py",
-    "tests/backends/warp/test_kernel.py",
+    "tests/docs/test_examples.py",
+    "tests/cache/test_faults.py",
+    "tests/backends/warp/test_linked.py",
+    "tests/cli/test_demo.py",
+    "tests/backends/numba/test_cache_identity.py",
+    "tests/sharding/test_vmap.py",
+    "tests/backends/numba/test_parallel_cache.py",
+    "tests/benchmark/test_scripts.py",
+    "tests/distributed/test_job_dispatch.py",
+    "tests/docs/test_docstring_examples.py",
+    "tests/sharding/test_multiprocess.py",
+    "tests/tuning/test_tune_faults.py",
+    "tests/core/test_backend_start.py",
+    "tests/benchmark/test_widths.py",
+    "tests/testing/test_check_kernel.py",
+    "tests/core/test_export_xproc.py",
+    "tests/contract/test_conformance.py",
 )
 
 
