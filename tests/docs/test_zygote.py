@@ -179,6 +179,21 @@ def test_run_gives_code_and_modules_the_argv_path_and_stdin_of_a_fresh_python(
     assert len({id(z) for z in zygote.zygotes.values()}) == len(zygote.zygotes)
 
 
+def test_a_zygote_serves_only_a_pythonpath_with_its_sitecustomize(run_env, tmp_path):
+    # Python imports sitecustomize at start-up (the run's: its GC settings), so a
+    # zygote started with a PYTHONPATH without it cannot serve one with it, which
+    # the next test file of the worker would then ask for (and the reverse).
+    code = "import sys; print(getattr(sys.modules.get('sitecustomize'), '__file__', 0))"
+    bare = dict(run_env, PYTHONPATH=str(tmp_path))
+    outputs = []
+    for env in (bare, run_env, bare):
+        fresh, forked = _fresh_and_forked(["-c", code], env, tmp_path)
+        assert forked == fresh
+        outputs.append(forked)
+    site = os.path.join(run_env["PYTHONPATH"].split(os.pathsep)[0], "sitecustomize.py")
+    assert outputs == ["0\n", site + "\n", "0\n"]
+
+
 def test_run_exits_as_python_does(run_env, tmp_path):
     for code, status in (("raise ValueError('bad')", 1), ("raise SystemExit(4)", 4)):
         proc = zygote.run(["-c", code], env=run_env, cwd=tmp_path)

@@ -38,8 +38,10 @@ serves requests whatever their ``POLYKERNEL_*``, ``WARP_*``, ``TRITON_*`` and
 ``PYTHONPATH``, a ``jax`` one whatever their ``NUMBA_*`` too (:func:`per_child`): no
 package it imported reads them at import (``tests/docs/test_zygote.py`` traces
 that), and a child's ``sys.path`` is rebuilt from its own ``PYTHONPATH`` as Python
-would. Not for what a fresh interpreter itself is tested for: what importing a
-module imports or starts, or an identity that must hold across hash seeds.
+would; but only a ``PYTHONPATH`` that starts Python with the zygote's own
+``sitecustomize`` (the run's, or none): Python imports it at start-up. Not for
+what a fresh interpreter itself is tested for: what importing a module imports or
+starts, or an identity that must hold across hash seeds.
 
 ``python zygote.py KIND`` is the server (requests on stdin, replies on stdout, one
 JSON line each); tests call ``run_script`` or ``run``.
@@ -129,6 +131,16 @@ def _serve(requests, replies) -> dict | None:
 def _entries(pythonpath: str | None) -> list[str]:
     """``sys.path``'s entries from ``PYTHONPATH``, as Python's start-up makes them."""
     return [os.path.abspath(p) for p in (pythonpath or "").split(os.pathsep) if p]
+
+
+def _site(pythonpath: str | None) -> str | None:
+    """The ``sitecustomize`` module a Python started with ``pythonpath`` imports
+    from one of its entries (None: none there; one elsewhere is every zygote's)."""
+    for entry in _entries(pythonpath):
+        for name in ("sitecustomize.py", os.path.join("sitecustomize", "__init__.py")):
+            if os.path.isfile(os.path.join(entry, name)):
+                return os.path.join(entry, name)
+    return None
 
 
 def _path(first: str, pythonpath: str | None) -> None:
@@ -259,8 +271,12 @@ class Zygote:
         return self._proc.poll() is None
 
     def serves(self, env: dict[str, str]) -> bool:
-        """Whether ``env`` is this zygote's but for the variables of each child."""
-        return self._imported(env) == self._imported(self.env)
+        """Whether ``env`` is this zygote's but for the variables of each child, and
+        its ``PYTHONPATH`` starts Python with the same ``sitecustomize`` (imported
+        at start-up, before any request: the run's garbage-collection settings)."""
+        return self._imported(env) == self._imported(self.env) and _site(
+            env.get("PYTHONPATH")
+        ) == _site(self.env.get("PYTHONPATH"))
 
     def _imported(self, env: dict[str, str]) -> dict[str, str]:
         return {k: v for k, v in env.items() if not per_child(k, self.kind)}
