@@ -14,17 +14,24 @@ from __future__ import annotations
 import os
 
 import pytest
-from forked_scripts import run_forked
-from subprocess_support import SUPPORT, last_json
+from subprocess_support import SUPPORT, last_json, run_python
 
 CHILD = SUPPORT / "sharding_properties.py"
 LONG = os.environ.get("POLYKERNEL_HYPOTHESIS_PROFILE") == "long"
 
 
+def _drawn(count: int, seed: int, env: dict[str, str], timeout: float) -> dict:
+    """The child's report on ``count`` rules drawn with ``seed`` (forked by the
+    ``full`` zygote, before any JAX backend starts: it sets 4 devices)."""
+    argv = (CHILD, str(count), str(seed))
+    out = run_python(*argv, env=env, timeout=timeout, forked=True, kind="full")
+    return last_json(out)
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_every_drawn_rule_gives_the_unsharded_result(seed, run_env):
-    report = last_json(run_forked(CHILD, "40", str(seed), env=run_env, timeout=300))
+    report = _drawn(40, seed, run_env, timeout=300)
     assert report["devices"] == 4 and report["examples"] == 40
     assert report["failures"] == []
 
@@ -32,7 +39,7 @@ def test_every_drawn_rule_gives_the_unsharded_result(seed, run_env):
 @pytest.mark.slow
 @pytest.mark.skipif(not LONG, reason="set POLYKERNEL_HYPOTHESIS_PROFILE=long")
 def test_many_drawn_rules_give_the_unsharded_result(run_env):
-    report = last_json(run_forked(CHILD, "600", "7", env=run_env, timeout=1800))
+    report = _drawn(600, 7, run_env, timeout=1800)
     assert report["failures"] == []
 
 

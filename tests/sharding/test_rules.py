@@ -2,7 +2,7 @@
 
 The multi-device scenarios live in ``sharding_scenarios.py`` and run once, in one
 child process (XLA fixes the device count when JAX starts; the child is forked by the
-zygote, ``forked_scripts.py``, before any backend starts); the tests below assert on
+zygote, ``zygote.py``, before any backend starts); the tests below assert on
 what it reports, including the compiled HLO. Rule parsing and single-device
 behaviour are tested in this process.
 """
@@ -15,8 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from forked_scripts import run_forked
-from subprocess_support import SUPPORT
+from subprocess_support import SUPPORT, run_python
 
 import polykernel as pk
 from polykernel.sharding.rules import batch_rule, parse_rule
@@ -44,7 +43,9 @@ def four_devices(tmp_path_factory) -> dict:
     import os
 
     script = SUPPORT / "sharding_scenarios.py"
-    out = run_forked(script, *SCENARIOS, env=dict(os.environ), timeout=600)
+    out = run_python(
+        script, *SCENARIOS, env=dict(os.environ), timeout=600, forked=True, kind="full"
+    )
     report = json.loads(out.strip().splitlines()[-1])
     assert report["devices"] == 4
     for name, result in report["results"].items():

@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from forked_scripts import run_forked
-from subprocess_support import SUPPORT, last_json
+from subprocess_support import SUPPORT, last_json, run_python
 
 CHILD = SUPPORT / "vmap_sharding_child.py"
 PRIMITIVES = ("scaled_add", "csrmv", "csrmv_T", "event_csrmv", "lif_step")
@@ -28,7 +27,9 @@ def meshes() -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("XLA_FLAGS", None)
     argv = [str(n) for n in SIZES]
-    out = last_json(run_forked(CHILD, *argv, env=env, timeout=600))
+    out = last_json(
+        run_python(CHILD, *argv, env=env, timeout=600, forked=True, kind="full")
+    )
     assert out["devices"] == max(SIZES)
     return out["meshes"]
 

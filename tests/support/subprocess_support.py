@@ -23,15 +23,17 @@ def run_python(
     timeout: float = 120,
     cwd: str | Path | None = None,
     forked: bool = False,
+    kind: str = "jax",
 ) -> str:
     """Run ``python -c code`` or ``python *args``; assert exit 0; return stdout.
-    ``forked``: in a child of the test process's ``jax`` zygote (``zygote.run``),
-    for what needs no fresh interpreter of its own."""
+    ``forked``: in a child of the test process's ``kind`` zygote (``zygote.run``),
+    for what needs no fresh interpreter of its own (``full``, which imported
+    Numba too, for children that use it: the docs tests' zygote)."""
     argv = ["-c", code] if code is not None else [str(a) for a in args]
     if forked:
         import zygote
 
-        proc = zygote.run(argv, env=env, cwd=cwd, timeout=timeout)
+        proc = zygote.run(argv, env=env, cwd=cwd, timeout=timeout, kind=kind)
     else:
         proc = subprocess.run(
             [sys.executable, *argv],

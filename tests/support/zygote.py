@@ -274,9 +274,8 @@ class Zygote:
         """Whether ``env`` is this zygote's but for the variables of each child, and
         its ``PYTHONPATH`` starts Python with the same ``sitecustomize`` (imported
         at start-up, before any request: the run's garbage-collection settings)."""
-        return self._imported(env) == self._imported(self.env) and _site(
-            env.get("PYTHONPATH")
-        ) == _site(self.env.get("PYTHONPATH"))
+        same_site = _site(env.get("PYTHONPATH")) == _site(self.env.get("PYTHONPATH"))
+        return same_site and self._imported(env) == self._imported(self.env)
 
     def _imported(self, env: dict[str, str]) -> dict[str, str]:
         return {k: v for k, v in env.items() if not per_child(k, self.kind)}
@@ -390,15 +389,17 @@ def run(
     cwd: str | Path | None = None,
     timeout: float = 600,
     input: str | None = None,
+    kind: str = "jax",
 ) -> subprocess.CompletedProcess:
     """``subprocess.run([python, *argv], env=env, cwd=cwd, input=input,
     capture_output=True, text=True, timeout=timeout)`` in a child of this test
-    process's ``jax`` zygote (NumPy, JAX and polykernel imported, not Numba).
+    process's ``kind`` zygote (:data:`PRELOADS`; ``jax``: NumPy, JAX and
+    polykernel imported, not Numba).
     ``argv`` is ``[SCRIPT, ...]``, ``["-m", MODULE, ...]`` or ``["-c", CODE, ...]``.
     """
     argv = [str(a) for a in argv]
     cwd = os.getcwd() if cwd is None else cwd
-    return _zygote("jax", env).run(argv, env, cwd, timeout, input)
+    return _zygote(kind, env).run(argv, env, cwd, timeout, input)
 
 
 if __name__ == "__main__":

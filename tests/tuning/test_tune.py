@@ -12,17 +12,10 @@ import re
 import jax
 import numpy as np
 import pytest
-from tuning_ops import configs, make_op
+from tuning_ops import QUICK, configs, make_op
 
 import polykernel as pk
 from polykernel.dispatch import Choice, table
-
-#: These tests check what is timed, refused, recorded and cut, not how closely the
-#: times were measured (a pick they assert is between candidates 400x apart, or
-#: the only one left): one pass (the test of passes asks for more), ended after its
-#: first window of rounds (no spread reaches the 9x bound), where the default 5 %
-#: keeps a loaded machine timing for three windows' time.
-FAST = {"max_seconds": 60.0, "case_seconds": 0.3, "target_spread": 9.0, "passes": 1}
 
 
 @pytest.fixture(autouse=True)
@@ -37,7 +30,7 @@ def _statuses(report) -> dict[str, str]:
 
 def test_every_backend_and_parameter_is_timed_and_the_winner_recorded():
     op = make_op("tune.basic")
-    report = op.tune(platform="cpu", configs=configs((2000,)), **FAST)
+    report = op.tune(platform="cpu", configs=configs((2000,)), **QUICK)
     (case,) = report.cases
     labels = {m.candidate.label for m in case.measured}
     assert labels == {
@@ -61,7 +54,7 @@ def test_every_backend_and_parameter_is_timed_and_the_winner_recorded():
 
 def test_a_candidate_with_wrong_values_is_reported_and_never_chosen():
     op = make_op("tune.wrong", variants=("wrong", "a"))
-    report = op.tune(platform="cpu", configs=configs((500,)), **FAST)
+    report = op.tune(platform="cpu", configs=configs((500,)), **QUICK)
     statuses = _statuses(report)
     assert statuses["numba(variant='wrong')"] == "mismatch"
     (case,) = report.cases
@@ -79,7 +72,7 @@ def test_a_candidate_with_wrong_values_is_reported_and_never_chosen():
 
 def test_a_candidate_that_fails_to_build_is_recorded_with_its_error_and_skipped():
     op = make_op("tune.raises", variants=("raises", "a"))
-    report = op.tune(platform="cpu", configs=configs((500,)), **FAST)
+    report = op.tune(platform="cpu", configs=configs((500,)), **QUICK)
     (case,) = report.cases
     failed = next(m for m in case.measured if m.status == "error")
     assert failed.candidate.label == "numba(variant='raises')"
@@ -94,7 +87,7 @@ def test_tuning_inside_jit_is_refused():
     op = make_op("tune.in_jit")
 
     def traced(x):
-        op.tune(platform="cpu", configs=configs((10,)), **FAST)
+        op.tune(platform="cpu", configs=configs((10,)), **QUICK)
         return x
 
     with pytest.raises(
@@ -110,7 +103,7 @@ def test_candidates_run_on_fresh_buffers_never_the_callers_arrays():
     op = make_op("tune.clobber", variants=("a", "clobber"))
     cases = configs((64,))
     before = np.array(cases[0].args[0])
-    report = op.tune(platform="cpu", configs=cases, **FAST)
+    report = op.tune(platform="cpu", configs=cases, **QUICK)
     # The clobbering kernel wrote into its own copy of x (and is refused for it);
     # the caller's array and the other candidates' copies are untouched.
     np.testing.assert_array_equal(cases[0].args[0], before)
@@ -122,7 +115,7 @@ def test_candidates_run_on_fresh_buffers_never_the_callers_arrays():
 def test_the_budget_bounds_the_search_and_the_report_says_what_was_cut():
     op = make_op("tune.budget")
     report = op.tune(
-        platform="cpu", configs=configs((100, 200)), max_candidates=2, **FAST
+        platform="cpu", configs=configs((100, 200)), max_candidates=2, **QUICK
     )
     # 4 candidates per case, 2 kept: the others are counted, never listed
     assert [c.not_tried for c in report.cases] == [2, 2]
@@ -144,7 +137,7 @@ def test_the_budget_bounds_the_search_and_the_report_says_what_was_cut():
 def test_passes_time_every_case_again_and_the_budget_cuts_later_passes():
     op = make_op("tune.passes")
     report = op.tune(
-        platform="cpu", configs=configs((100, 200)), save=False, **FAST | {"passes": 3}
+        platform="cpu", configs=configs((100, 200)), save=False, **QUICK | {"passes": 3}
     )
     assert report.passes == 3 and report.to_json()["passes"] == 3
     assert report.cut == [] and all(c.winner for c in report.cases)
@@ -178,12 +171,12 @@ def test_passes_must_be_a_positive_integer(passes, error, message, request):
     with pytest.raises(
         error, match=re.escape(f"XLACustomKernel '{op.name}'.tune(): {message}")
     ):
-        op.tune(platform="cpu", configs=configs((10,)), **FAST | {"passes": passes})
+        op.tune(platform="cpu", configs=configs((10,)), **QUICK | {"passes": passes})
 
 
 def test_not_saving_leaves_the_table_alone_and_tables_fit_100_columns():
     op = make_op("tune.nosave")
-    report = op.tune(platform="cpu", configs=configs((300,)), save=False, **FAST)
+    report = op.tune(platform="cpu", configs=configs((300,)), save=False, **QUICK)
     assert report.saved_to is None and table.entries_for("tune.nosave") == []
     assert max(len(line) for line in report.table().splitlines()) <= 100
 

@@ -20,18 +20,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tuning_ops import configs, finish, grid_op, make_op, spec
+from tuning_ops import QUICK, configs, finish, grid_op, make_op, spec
 
 import polykernel as pk
 from polykernel.dispatch import Choice, table
 
+#: The test of twin candidates, about timing, keeps the tuner's default spread and
+#: passes; the tests of what is refused, reported or recorded take QUICK.
 FAST = {"max_seconds": 60.0, "case_seconds": 0.3}
-#: For the tests of what is refused, reported or recorded, not of how closely the
-#: times were measured (a pick they assert is between candidates 400x apart, or
-#: the only one left): one pass, ended after its first window of rounds (no spread
-#: reaches the 9x bound), where the default 5 % keeps a loaded machine timing for
-#: three windows' time. The test of twin candidates, about timing, keeps FAST.
-QUICK = FAST | {"target_spread": 9.0, "passes": 1}
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 
 

@@ -171,7 +171,6 @@ def run_benchmark(
         >>> [(r.label, r.backend, r.success) for r in result.records]
         [('n=8', 'jax_raw', True)]
     """
-    # Checked before the data is made (and again by run_benchmarks).
     # Checked before the data is made.
     options, passes = _options(
         n_warmup, n_runs, n_batch_per_run, clock, target_spread, time_budget_s,
