@@ -70,6 +70,48 @@ def test_the_fields_survive_json_and_csv(op, tmp_path):
         assert numba.launch_source == "default" and numba.paired_base == "jax_raw"
 
 
+def test_the_settling_calls_are_counted_from_the_steady_calls_not_the_first():
+    # A kernel whose first calls after compiling are slow (pages, caches): 30 ms
+    # each for its first four, then fast. The settling calls fill settle_s at the
+    # speed of its steady calls; counted from the first warm-up calls alone, 12 ms
+    # of settling would be no call at all.
+    import time
+
+    from polykernel.benchmark.case import CaseOptions, prepare_case
+    from polykernel.benchmark.plan import plan_benchmark
+    from polykernel.benchmark.sampling import StopRule
+
+    calls = []
+
+    def host(x):
+        calls.append(1)
+        if len(calls) <= 4:
+            time.sleep(0.03)
+        return np.asarray(x) * 2
+
+    op = XLACustomKernel("launchtest.slow_start")
+    op.def_jax_raw_kernel(
+        lambda outs, **kw: lambda x: [jax.pure_callback(host, outs[0], x)],
+        platform="cpu",
+    )
+    op.def_call(
+        lambda x, backend=None: op(
+            x, outs=[jax.ShapeDtypeStruct(x.shape, x.dtype)], backend=backend
+        )[0]
+    )
+    x = np.ones(8, np.float32)
+    op.def_benchmark_data(lambda *, platform: [BenchmarkConfig("n=8", (x,))])
+    plan = plan_benchmark(op, platform="cpu")
+    options = CaseOptions(
+        StopRule(5, target_spread=0.1), n_warmup=3, n_batch_per_run=1,
+        clock=time.perf_counter, settle_s=12e-3, reference_backend=None,
+        catch_errors=False,
+    )  # fmt: skip
+    case = prepare_case(plan, plan.configs[0], jax.devices("cpu")[0], options, None)
+    assert len(calls) > 4  # the adaptive warm-up ran past the slow calls
+    assert case.settle["jax_raw"] >= 12  # fast calls of at most 1 ms each
+
+
 def test_settle_s_is_checked(op):
     with pytest.raises(ValueError, match="settle_s must be >= 0"):
         run_benchmark(op, platform="cpu", n_runs=1, settle_s=-1.0)

@@ -29,7 +29,7 @@ from .record import BenchmarkRecord, compute_stats
 from .sampling import Sampled, StopRule, sample_interleaved
 
 __all__ = ["ADAPTIVE_WARMUP_S", "MAX_SETTLE_CALLS", "Case", "CaseOptions"]
-__all__ += ["finish_case", "prepare_case", "time_pass"]
+__all__ += ["finish_case", "prepare_case", "settle_calls", "time_pass"]
 
 # An adaptive run warms each backend up for at least this long (besides n_warmup
 # calls): on a shared machine the first tenths of a second of a loop can run in a
@@ -112,8 +112,8 @@ def prepare_case(
 
 def _prepare(case: Case, backend: str, options: CaseOptions):
     """Jit the call on ``backend``; time its first call; run the warm-up calls;
-    the number of settling calls ``options.settle_s`` takes (from the fastest
-    warm-up call)."""
+    the number of settling calls ``options.settle_s`` takes (:func:`settle_calls`
+    of the fastest warm-up call, the adaptive warm-up's included)."""
     import jax
 
     clock, args = options.clock, case.args
@@ -121,17 +121,37 @@ def _prepare(case: Case, backend: str, options: CaseOptions):
     start = clock()
     output = block(fn(*args))
     compile_s = clock() - start
-    one = float("inf")
-    for _ in range(max(options.n_warmup, 1 if options.settle_s else 0)):
+    fastest = float("inf")
+
+    def warm_up() -> None:
+        nonlocal fastest
         t0 = time.perf_counter()
         block(fn(*args))
-        one = min(one, time.perf_counter() - t0)
+        fastest = min(fastest, time.perf_counter() - t0)
+
+    for _ in range(max(options.n_warmup, 1 if options.settle_s else 0)):
+        warm_up()
     if options.rule.adaptive:
         until = time.perf_counter() + ADAPTIVE_WARMUP_S
         while time.perf_counter() < until:
-            block(fn(*args))
-    settle = min(MAX_SETTLE_CALLS, int(options.settle_s / max(one, 1e-7)))
+            warm_up()
+    settle = settle_calls(options.settle_s, fastest)
     return (lambda: fn(*args)), compile_s, output, settle
+
+
+def settle_calls(settle_s: float, fastest_s: float) -> int:
+    """How many calls of ``fastest_s`` seconds fill ``settle_s`` (at most
+    :data:`MAX_SETTLE_CALLS`). ``fastest_s`` is the fastest of *every* warm-up call:
+    the first calls after compiling run in a slower state (pages, caches), and a
+    count taken from them alone moved from run to run with that state (for
+    ``jax_raw`` on 10^6 floats: 4 settling calls in one run, 24 in the next).
+
+    Example:
+        >>> from polykernel.benchmark.case import settle_calls
+        >>> [settle_calls(12e-3, 0.5e-3), settle_calls(12e-3, 1.0), settle_calls(0, 1)]
+        [24, 0, 0]
+    """
+    return min(MAX_SETTLE_CALLS, int(settle_s / max(fastest_s, 1e-7)))
 
 
 def time_pass(case: Case, rule: StopRule, options: CaseOptions) -> None:
