@@ -15,21 +15,29 @@ Each table's headline is each backend's speed-up over ``jax_raw`` timed in the s
 rounds (the backends of a case are timed interleaved, one call of each per round),
 from the fast ends of both (``benchmark.paired``): a second run reproduces it,
 where the times themselves move with the machine's load. Under each table: the
-launch parameters each backend ran with, and why (tuned, default or given). Each
-case is timed in three passes over the whole run (``run_benchmarks(passes=3)``):
-a state of the machine that outlasts a case (tens of seconds on a shared VM) is met
-by every case, not by whichever fell in it. In each pass a case is timed until every
-backend's spread (IQR / median) is within 10 % and its ratio to ``jax_raw`` reads
-the same on both halves of the pass, or the pass has had its share of the time
-budget (1 s of the case's 3 s, after at least 5 runs of each backend): a ratio
-whose spread is still above the bound is reported noisy, in words, under its
-table. The output starts with the machine and the load
+launch parameters each backend ran with, and why (tuned, default or given).
+
+The whole run is timed in three processes, this one and two fresh ones in turn
+(as ``polykernel benchmark --processes 3``), and each number is the median of the
+three (``benchmark.processes``): a process keeps states of its own for as long as
+it lives — on a 2-core VM ``jax_raw``'s scatter over 10^7 nonzeros took 71 ms in
+one demo process and 103 ms in the next, its kernels' times holding — so a ratio
+from one process moved up to 49 % between two runs, and the median of three up
+to 15 %. In each process each case is timed in two passes over that process's
+run (``run_benchmarks(passes=2)``), so a state of the machine that outlasts a case
+is met by every case; in each pass until every backend's spread (IQR / median) is
+within 10 % and its ratio to ``jax_raw`` reads the same on both halves of the
+pass, or the pass has had its share of the time budget (1 s of the case's 2 s,
+after at least 8 runs of each backend). A ratio whose spread — within a process,
+or between the processes — is above the bound is reported noisy, in words, under
+its table. The output starts with the machine and the load
 it ran under; every line of it fits in 100 columns.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -58,18 +66,26 @@ class Settings:
     n_warmup: int = 3
     n_runs: int = 15
     target_spread: float | None = 0.10
-    time_budget_s: float = 3.0
+    time_budget_s: float = 2.0
     #: Untimed calls of a backend before each of its timed calls (``run_benchmark
     #: (settle_s=...)``): not timed while another backend's threads still spin.
     settle_s: float = 12e-3
-    #: Each case is timed in this many passes over the whole run
+    #: Each case is timed in this many passes over each process's run
     #: (``run_benchmarks(passes=...)``): it meets the states the machine goes
     #: through in that time, not only those of its own few seconds.
-    passes: int = 3
+    passes: int = 2
+    #: The whole run is timed in this many processes, this one and fresh ones in
+    #: turn, and their records joined (the median of each number; a ratio's spread
+    #: at least the processes' range): a process keeps states of its own.
+    processes: int = 3
 
 
-#: ``--quick``: a smoke test, a fixed few runs (noisier numbers), one per pass.
-QUICK = Settings(n_warmup=1, n_runs=3, target_spread=None, time_budget_s=0.0)
+#: ``--quick``: a smoke test, a fixed few runs (noisier numbers), one per pass, in
+#: this process only.
+QUICK = Settings(
+    n_warmup=1, n_runs=3, target_spread=None, time_budget_s=0.0, passes=3,
+    processes=1,
+)  # fmt: skip
 
 
 def _scipy_side_by_side(
@@ -113,6 +129,14 @@ def _scipy_report(result: BenchmarkResult, scipy_rows: list[tuple[str, float]]) 
             f"scipy {scipy_ms:8.3f} ms  ratio {best.median_ms / scipy_ms:5.2f}x"
         )
     return "\n".join(lines)
+
+
+def _plan_result(combined: BenchmarkResult, key: tuple[str, str]) -> BenchmarkResult:
+    """The records of one plan (``(primitive, platform)``) of ``combined``."""
+    records = [r for r in combined if (r.primitive, r.platform) == key]
+    result = BenchmarkResult(records, key[0], combined.environment)
+    result.kernels.update({k: v for k, v in combined.kernels.items() if k == key})
+    return result
 
 
 def _platforms() -> list[str]:
@@ -242,9 +266,14 @@ def _params(params: Any) -> str:
     return f"({inner})" if inner else ""
 
 
-def run(output: Path, settings: Settings = Settings()) -> int:
-    """Benchmark the catalog, print the tables and write the files; return exit code."""
+def run(
+    output: Path, settings: Settings = Settings(), process_output: Path | None = None
+) -> int:
+    """Benchmark the catalog, print the tables and write the files; return exit code.
+    With ``process_output``, this is one of the run's fresh processes: it times the
+    catalog and writes its records there, nothing else."""
     from . import catalog
+    from .cli.processes import rerun
 
     # Every plan first: the progress counter then runs against the whole total.
     # Each platform JAX has is benchmarked (the catalog's GPU kernels run where
@@ -266,16 +295,27 @@ def run(output: Path, settings: Settings = Settings()) -> int:
             target_spread=settings.target_spread,
             time_budget_s=settings.time_budget_s,
             settle_s=settings.settle_s,
-            progress=progress,
+            progress=None if process_output else progress,
         )
-    results = dict(zip(plans, timed, strict=True))
+    combined = BenchmarkResult.combine(timed)
+    combined.environment = {"machine": machine_info(), "load": load.stop()}
+    if process_output is not None:
+        combined.save(process_output)
+        return 0
+    lost: list[str] = []
+    if settings.processes > 1:
+        combined, lost = rerun(
+            combined,
+            settings.processes,
+            lambda out: ["-m", "polykernel.demo", "--process-output", str(out),
+                         "--settings", json.dumps(dataclasses.asdict(settings))],
+        )  # fmt: skip
+    results = {key: _plan_result(combined, key) for key in plans}
     csrmv = (catalog.csrmv_p.name, "cpu")
     scipy_rows = _scipy_side_by_side(
         plans[csrmv].configs, settings.n_warmup, settings.n_runs
     )
-    combined = BenchmarkResult.combine(results.values())
-    environment = {"machine": machine_info(), "load": load.stop()}
-    combined.environment = environment
+    environment = combined.environment or {}
     report = _scipy_report(results[csrmv], scipy_rows) if scipy_rows else ""
     print()
     print(render(list(results.values()), combined, report))
@@ -289,13 +329,15 @@ def run(output: Path, settings: Settings = Settings()) -> int:
     machine_path.write_text(json.dumps(machine, indent=2) + "\n")
     names = f"{json_path.name}, {png_path.name} and {machine_path.name}"
     print(f"\nwrote {names} to\n  {output}")
-    problems = combined.mismatches + combined.failures
+    problems = combined.mismatches + combined.failures + lost
     for problem in problems:
         print(f"PROBLEM: {problem}", file=sys.stderr)
     return 1 if problems else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .cli._common import pos_int
+
     assert __doc__ is not None  # this module's docstring
     parser = argparse.ArgumentParser(
         prog="python -m polykernel.demo", description=__doc__.splitlines()[0]
@@ -311,8 +353,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="fewer timed runs (a smoke test, noisier numbers)",
     )
+    parser.add_argument(
+        "--processes",
+        type=pos_int,
+        default=None,
+        metavar="N",
+        help=f"time the run in N processes, this one and N - 1 fresh ones in turn, "
+        f"and show the median of their numbers (default {Settings.processes}; 1 "
+        "with --quick)",
+    )
+    # One of the run's fresh processes: its records go to FILE, nothing else is
+    # done; --settings: the run's Settings (JSON), so it times as the first did.
+    parser.add_argument("--process-output", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--settings", type=json.loads, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    return run(args.output, QUICK if args.quick else Settings())
+    if args.settings is not None:
+        settings = Settings(**args.settings)
+    else:
+        settings = QUICK if args.quick else Settings()
+    if args.processes is not None:
+        settings = dataclasses.replace(settings, processes=args.processes)
+    return run(args.output, settings, process_output=args.process_output)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,11 @@ def test_demo_prints_tables_and_writes_json_and_png(tmp_path, run_env):
     out = tmp_path / "demo-output"
     # A child of the test process's zygote: as `python -m polykernel.demo` runs,
     # without paying JAX's and polykernel's imports again (Numba, Warp, SciPy and
-    # matplotlib are imported in the child, their warnings on its stderr).
-    argv = ["-m", "polykernel.demo", "--quick", "--output", str(out)]
+    # matplotlib are imported in the child, their warnings on its stderr). Timed in
+    # two processes: the child's own, then a fresh `python -m polykernel.demo` with
+    # the same settings (the full demo: three).
+    argv = ["-m", "polykernel.demo", "--quick", "--processes", "2"]
+    argv += ["--output", str(out)]
     proc = zygote.run(argv, env=run_env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("scaled_add", "csrmv", "event_csrmv", "lif_step"):
@@ -64,6 +67,19 @@ def test_demo_prints_tables_and_writes_json_and_png(tmp_path, run_env):
     assert steps == [f"[{i}/{total}]" for i in range(1, total + 1)]
     assert proc.stderr.count("| pass 3/3\n") == len(cases)
     assert {r["passes"] for r in records["records"] if r["success"]} == {3}
+    # Every number is the median of the two processes' (each timed 3 runs).
+    assert "timing again in a fresh process: process 2 of 2\n" in proc.stderr
+    timed = [r for r in records["records"] if r["success"]]
+    assert {r["processes"] for r in timed} == {2}
+    assert {r["n"] for r in timed} == {6}
+
+
+def test_the_demo_refuses_a_count_of_processes_below_one(capsys):
+    from polykernel.demo import main
+
+    with pytest.raises(SystemExit):
+        main(["--processes", "0"])
+    assert "--processes: expected an integer >= 1, got '0'" in capsys.readouterr().err
 
 
 def test_machine_info_names_the_machine_and_versions():

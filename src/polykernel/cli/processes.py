@@ -7,7 +7,8 @@ N``, after this process's run the same command runs in ``N - 1`` fresh processes
 after the other (each a whole run: N times the time), each writing its records to a
 file of a temporary folder (``--process-output``, not for users); the records of all
 of them are joined (:func:`~polykernel.benchmark.processes.merge_processes`) before
-anything is printed, saved or compared.
+anything is printed, saved or compared. The demo times its run the same way
+(:func:`rerun`, ``python -m polykernel.demo``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROCESSES", "in_processes", "processes_of", "time_limit"]
+__all__ = ["PROCESSES", "in_processes", "processes_of", "rerun", "time_limit"]
 
 #: ``--processes`` where the run writes or compares a results file (a gate's
 #: baseline and its check): two, as asv times each benchmark by default.
@@ -35,22 +37,35 @@ def processes_of(args: Any) -> int:
 
 def in_processes(result: Any, args: Any) -> tuple[Any, list[str]]:
     """``result`` joined with the same command's records from
-    ``args.processes - 1`` fresh processes; an error line for each process that
-    wrote none, or did not finish within :func:`time_limit` (it is stopped)."""
+    ``args.processes - 1`` fresh processes (:func:`rerun`)."""
+    return rerun(
+        result,
+        args.processes,
+        lambda out: ["-m", "polykernel.cli", *args.argv, "--processes", "1",
+                     "--no-progress", "--process-output", str(out)],
+    )  # fmt: skip
+
+
+def rerun(
+    result: Any, processes: int, command: Callable[[Path], list[str]]
+) -> tuple[Any, list[str]]:
+    """``result`` joined with the records of ``processes - 1`` fresh Pythons, one
+    after the other, each run with the arguments ``command(FILE)`` and writing its
+    records to ``FILE``; an error line for each process that wrote none, or did not
+    finish within :func:`time_limit` (it is stopped)."""
     from ..benchmark import BenchmarkResult
     from ..benchmark.processes import merge_processes
 
     results, errors = [result], []
     limit = time_limit(result)
     with tempfile.TemporaryDirectory(prefix="polykernel-processes-") as folder:
-        for index in range(2, args.processes + 1):
-            where = f"process {index} of {args.processes}"
+        for index in range(2, processes + 1):
+            where = f"process {index} of {processes}"
             print(f"timing again in a fresh process: {where}", file=sys.stderr)
             out = Path(folder) / f"{index}.json"
             try:
                 proc = subprocess.run(
-                    [sys.executable, "-m", "polykernel.cli", *args.argv,
-                     "--processes", "1", "--no-progress", "--process-output", str(out)],
+                    [sys.executable, *command(out)],
                     capture_output=True, text=True, check=False, timeout=limit,
                 )  # fmt: skip
             except subprocess.TimeoutExpired:
