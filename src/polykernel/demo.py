@@ -20,7 +20,7 @@ launch parameters each backend ran with, and why (tuned, default or given).
 The whole run is timed in three processes, this one and two fresh ones in turn
 (as ``polykernel benchmark --processes 3``), and each number is the median of the
 three (``benchmark.processes``): a process keeps states of its own for as long as
-it lives — on a 2-core VM ``jax_raw``'s scatter over 10^7 nonzeros took 71 ms in
+it lives — on a 2-core VM ``jax_raw``'s scatter over 10^7 nonzeros took 83 ms in
 one demo process and 103 ms in the next, its kernels' times holding — so a ratio
 from one process moved up to 49 % between two runs, and the median of three up
 to 15 %. In each process each case is timed in two passes over that process's
