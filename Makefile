@@ -87,10 +87,14 @@ $(VENV)/.installed-demo: pyproject.toml
 	$(SITE_BYTECODE)
 	touch $@
 
+# DEMO_ARGS: more options of `python -m polykernel.demo` (e.g. --processes 1: the run
+# timed in this process only, a third of the time; .ci/gpu-check's budget needs it).
+DEMO_ARGS ?=
+
 demo: $(VENV)/.installed-demo
 	mkdir -p -m 700 $(RUN_DIR)
 	$(PY) $(BYTECODE)
-	$(RUN_ENV) $(PY) -m polykernel.demo --output demo-output
+	$(RUN_ENV) $(PY) -m polykernel.demo --output demo-output $(DEMO_ARGS)
 
 # The suite runs in parallel, one pytest-xdist worker per core (a test file's tests
 # stay on one worker: several share a child process per file), and prints the 25
@@ -141,7 +145,8 @@ demo-gpu: $(GPU_DEPS)
 	mkdir -p -m 700 $(RUN_DIR)
 	$(GPU_INSTALL)
 	$(GPU_PY) $(BYTECODE)
-	$(RUN_ENV) JAX_PLATFORMS=cpu,cuda $(GPU_PY) -m polykernel.demo --output demo-output
+	$(RUN_ENV) JAX_PLATFORMS=cpu,cuda $(GPU_PY) -m polykernel.demo --output demo-output \
+		$(DEMO_ARGS)
 
 test-gpu: $(GPU_DEPS)
 	@echo "== test-gpu with $(GPU_PY)"
