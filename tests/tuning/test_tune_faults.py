@@ -372,13 +372,21 @@ def test_dispatch_reports_the_launch_parameters_the_call_passes():
 
 
 def test_two_candidates_that_are_one_kernel_leave_the_default_the_winner():
-    """Three passes: on a machine the suite's other worker loads, one pass can
-    catch the default while that worker holds both cores (it measured 2x there once,
-    its twin 1x); over two passes that alone decides, over three it is a tie."""
+    """'a' and 'c' build the same kernel: their calls lower to one program, timed
+    once, and 'c' takes its figures, so the two tie and the default stays. (Timed
+    apart, noise decided: in a CI run whose other worker held both cores the copy
+    measured 6 % faster, beyond the ranking's 3 % resolution, and won.)"""
     op = make_op("faults.same", variants=("a", "c"), reference=False)
-    report = op.tune(
-        platform="cpu", configs=configs((100_000,)), **FAST | {"passes": 3}
-    )
+    report = op.tune(platform="cpu", configs=configs((100_000,)), **FAST)
     (entry,) = table.entries_for(op.name)
     assert entry.default == Choice.of("numba", {"variant": "a"})
     assert entry.winner == entry.default, report.table()
+    (case,) = report.cases
+    by = {m.candidate.label: m for m in case.measured}
+    a, c = by["numba(variant='a')"], by["numba(variant='c')"]
+    assert (a.status, c.status) == ("ok", "ok")
+    assert c.detail == "the same program as numba(variant='a'): timed once"
+    assert (c.ratio, c.median_s, c.rounds) == (a.ratio, a.median_s, a.rounds)
+    assert a.chosen and not c.chosen
+    # Both are recorded as tried, with the same figures.
+    assert {m.choice for m in entry.measured} == {a.candidate, c.candidate}

@@ -9,6 +9,7 @@ left out — with the identity of every kernel measured.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -28,8 +29,28 @@ def record(
     timed: Mapping[str, tuple[Candidate, Any]],
     passes: Sequence[PassTimes],
     loaded: PassTimes | None,
+    same: Mapping[str, tuple[Candidate, str]] | None = None,
 ) -> None:
-    """Add every timed candidate's combined figures (or its error) to ``case``."""
+    """Add every timed candidate's combined figures (or its error) to ``case``, and
+    each of ``same`` (a candidate that is the same program as a timed one: label ->
+    (candidate, that one's label); :mod:`.programs`) with that one's figures."""
+    start = len(case.measured)
+    _record_timed(case, timed, passes, loaded)
+    figures = {m.candidate.label: m for m in case.measured[start:]}
+    for candidate, twin in (same or {}).values():
+        found = figures.get(twin)
+        if found is not None:
+            note = f"the same program as {twin}: timed once"
+            case.measured.append(dataclasses.replace(found, candidate=candidate,
+                                                     detail=note))  # fmt: skip
+
+
+def _record_timed(
+    case: TunedCase,
+    timed: Mapping[str, tuple[Candidate, Any]],
+    passes: Sequence[PassTimes],
+    loaded: PassTimes | None,
+) -> None:
     if not passes:
         for candidate, _ in timed.values():
             case.measured.append(Measured(candidate, "cut", detail="max_seconds"))

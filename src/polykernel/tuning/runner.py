@@ -48,6 +48,7 @@ from .capture import BoundCall, Evaluate, bound_calls
 from .first_call import Outcome, first_call, fresh
 from .load import busy_cores
 from .options import TuneOptions
+from .programs import one_per_program
 from .report import Measured, TunedCase, TuneReport
 from .timing import PassTimes, time_pass
 
@@ -130,7 +131,7 @@ def tune_platform(
                 f"{platform} {item.case.label}: {missed} of {options.passes} passes "
                 f"not run (max_seconds)"
             )
-        results.record(item.case, item.timed, item.passes, item.loaded)
+        results.record(item.case, item.timed, item.passes, item.loaded, item.same)
         item.case.entry = results.entry(
             item.case, run.default, run.identity, report.machine, options
         )
@@ -187,6 +188,9 @@ class _Prepared:
     device: Any
     passes: list[PassTimes] = dataclasses.field(default_factory=list)
     loaded: PassTimes | None = None
+    #: Candidates not timed: the same program as a timed one (label -> (candidate,
+    #: that one's label); :mod:`.programs`).
+    same: dict[str, tuple[Candidate, str]] = dataclasses.field(default_factory=dict)
 
 
 def _order(run: _Run) -> list[Candidate]:
@@ -249,7 +253,8 @@ def _prepare(run: _Run, label: str, bound: BoundCall, device: Any) -> _Prepared:
         else:
             assert outcome.fn is not None
             timed[candidate.label] = (candidate, outcome.fn)
-    return _Prepared(case, timed, bound.operands, device)
+    timed, same = one_per_program(timed, run.default, bound.operands)
+    return _Prepared(case, timed, bound.operands, device, same=same)
 
 
 def _refusal(
