@@ -215,9 +215,10 @@ def _row(m: Measured) -> str:
     mark = "*" if m.chosen else " "
     if m.status == "ok" and m.median_s is not None:
         loaded = f" {m.loaded_ratio:5.2f}x loaded" if m.loaded_ratio is not None else ""
+        note = f" ({m.detail})" if m.detail else ""  # out of the race, one program
         text = (
             f" {mark} {m.candidate.label:<40} {m.median_s * 1e3:9.4f} ms "
-            f"{m.ratio:5.2f}x {_error(m)}{loaded}"
+            f"{m.ratio:5.2f}x {_error(m)}{loaded}{note}"
         )
     else:
         text = f"   {m.candidate.label:<40} {m.status}: {m.detail}"
