@@ -17,20 +17,21 @@ from the fast ends of both (``benchmark.paired``): a second run reproduces it,
 where the times themselves move with the machine's load. Under each table: the
 launch parameters each backend ran with, and why (tuned, default or given).
 
-The whole run is timed in three processes, this one and two fresh ones in turn
-(as ``polykernel benchmark --processes 3``), and each number is the median of the
-three (``benchmark.processes``): a process keeps states of its own for as long as
-it lives — on a 2-core VM ``jax_raw``'s scatter over 10^7 nonzeros took 83 ms in
-one demo process and 103 ms in the next, its kernels' times holding — so a ratio
-from one process moved up to 49 % between two runs, and the median of three up
-to 15 %. In each process each case is timed in two passes over that process's
-run (``run_benchmarks(passes=2)``), so a state of the machine that outlasts a case
-is met by every case; in each pass until every backend's spread (IQR / median) is
-within 10 % and its ratio to ``jax_raw`` reads the same on both halves of the
-pass, or the pass has had its share of the time budget (1 s of the case's 2 s,
-after at least 8 runs of each backend). A ratio whose spread — within a process,
-or between the processes — is above the bound is reported noisy, in words, under
-its table. The output starts with the machine and the load
+The whole run is timed in three processes, this one and two fresh ones in turn (as
+``polykernel benchmark --processes 3``), and each number is the median of the three
+(``benchmark.processes``): a process keeps states of its own for as long as it lives
+— on a 2-core VM ``jax_raw``'s scatter over 10^7 nonzeros took 83 ms in one demo
+process and 103 ms in the next, its kernels' times holding — so a ratio from one
+process moved up to 49 % between two runs, the median of three up to 26 % (16, 14
+and 5 of 34 ratios more than 10 % apart in three one-process pairs; 1 and 8 in two
+three-process pairs). In each process each case is timed in two passes over that
+process's run (``run_benchmarks(passes=2)``), so a state of the machine that
+outlasts a case is met by every case; in each pass until every backend's spread (IQR
+/ median) is within 10 % and its ratio to ``jax_raw`` reads the same on both halves
+of the pass, or the pass has had its share of the time budget (1 s of the case's 2
+s, after at least 8 runs of each backend). A ratio whose spread — within a process,
+or between the processes — is above the bound is reported noisy, in words, under its
+table. The output starts with the machine and the load
 it ran under; every line of it fits in 100 columns.
 """
 
