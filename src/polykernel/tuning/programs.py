@@ -17,7 +17,7 @@ from typing import Any
 
 from .candidates import Candidate
 
-__all__ = ["one_per_program"]
+__all__ = ["Same", "one_per_program"]
 
 #: label -> (candidate, its jitted call)
 Timed = dict[str, tuple[Candidate, Callable[..., Any]]]

@@ -18,6 +18,7 @@ from ..dispatch.ranking import Scored, choose
 from ..dispatch.records import Entry, Scope
 from .candidates import Candidate
 from .options import TuneOptions
+from .programs import Same
 from .report import Measured, TunedCase
 from .timing import OUT_OF_RACE, PassTimes, combine_passes
 
@@ -29,7 +30,7 @@ def record(
     timed: Mapping[str, tuple[Candidate, Any]],
     passes: Sequence[PassTimes],
     loaded: PassTimes | None,
-    same: Mapping[str, tuple[Candidate, str]] | None = None,
+    same: Same | None = None,
 ) -> None:
     """Add every timed candidate's combined figures (or its error) to ``case``, and
     each of ``same`` (a candidate that is the same program as a timed one: label ->

@@ -48,7 +48,7 @@ from .capture import BoundCall, Evaluate, bound_calls
 from .first_call import Outcome, first_call, fresh
 from .load import busy_cores
 from .options import TuneOptions
-from .programs import one_per_program
+from .programs import Same, one_per_program
 from .report import Measured, TunedCase, TuneReport
 from .timing import PassTimes, time_pass
 
@@ -190,7 +190,7 @@ class _Prepared:
     loaded: PassTimes | None = None
     #: Candidates not timed: the same program as a timed one (label -> (candidate,
     #: that one's label); :mod:`.programs`).
-    same: dict[str, tuple[Candidate, str]] = dataclasses.field(default_factory=dict)
+    same: Same = dataclasses.field(default_factory=dict)
 
 
 def _order(run: _Run) -> list[Candidate]:
