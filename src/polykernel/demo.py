@@ -33,6 +33,18 @@ s, after at least 8 runs of each backend). A ratio whose spread — within a pro
 or between the processes — is above the bound is reported noisy, in words, under its
 table. The output starts with the machine and the load
 it ran under; every line of it fits in 100 columns.
+
+What more processes do not fix: a reference whose own speed depends on the host. On
+that VM ``jax_raw``'s transposed ``csrmv`` 1000x1000 (a scatter, ~1 ms) runs at
+0.63 ms for a few hundred milliseconds at a time and at 0.95 ms otherwise (fresh
+input buffers at 40 addresses in one process: the fast state came in two consecutive
+ones, so it is the machine's state, not the buffers' layout), and at 1.6 ms while
+the VM's other core is busy, where Warp's kernel on the same data held its fastest
+call at 0.17-0.18 ms. Thirteen fresh processes timing ``csrmv`` alone put its
+1000x1000 ratios 24-58 % apart, and two medians of five processes would still be
+over 10 % apart in 6-65 % of draws; its 20000x10000 ratios (references of 100 ms
+and more) 8-26 % apart, two medians of three over 10 % apart in at most 6 % of
+draws (Warp's transposed one: 33 %). The table's ``!`` marks such rows.
 """
 
 from __future__ import annotations
