@@ -60,9 +60,10 @@ BYTECODE := -m compileall -q -j 0 src/polykernel
 
 # pip writes no bytecode (--no-compile): one compileall on every core afterwards
 # writes it all, where pip compiles file after file (11 s less of a fresh install on
-# a 2-core machine: 45 against 56 s, the same .pyc files). The bytecode must be there before the first run: where
-# PYTHONDONTWRITEBYTECODE is set, no process would write it, and each would compile
-# JAX from source. A file that does not compile is skipped, as pip skips it.
+# a 2-core machine: 45 against 56 s, the same .pyc files). The bytecode must be there
+# before the first run: where PYTHONDONTWRITEBYTECODE is set, no process would write
+# it, and each would compile JAX from source. A file that does not compile is
+# skipped, as pip skips it.
 SITE_BYTECODE = $(PY) -c "import compileall, sysconfig; \
 	compileall.compile_dir(sysconfig.get_path('purelib'), quiet=1, workers=0)"
 

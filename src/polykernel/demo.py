@@ -24,15 +24,15 @@ The whole run is timed in three processes, this one and two fresh ones in turn (
 process and 103 ms in the next, its kernels' times holding — so a ratio from one
 process moved up to 49 % between two runs, the median of three up to 26 % (16, 14
 and 5 of 34 ratios more than 10 % apart in three one-process pairs; 1, 8, 1 and 4
-in four three-process pairs). In each process each case is timed in two passes over that
-process's run (``run_benchmarks(passes=2)``), so a state of the machine that
+in four three-process pairs). In each process each case is timed in two passes over
+that process's run (``run_benchmarks(passes=2)``), so a state of the machine that
 outlasts a case is met by every case; in each pass until every backend's spread (IQR
 / median) is within 10 % and its ratio to ``jax_raw`` reads the same on both halves
 of the pass, or the pass has had its share of the time budget (1 s of the case's 2
 s, after at least 8 runs of each backend). A ratio whose spread — within a process,
 or between the processes — is above the bound is reported noisy, in words, under its
-table. The output starts with the machine and the load
-it ran under; every line of it fits in 100 columns.
+table. The output starts with the machine and the load it ran under; every line of
+it fits in 100 columns.
 
 What more processes do not fix: a reference whose own speed depends on the host. On
 that VM ``jax_raw``'s transposed ``csrmv`` 1000x1000 (a scatter, ~1 ms) runs at

@@ -34,7 +34,21 @@ def record(
 ) -> None:
     """Add every timed candidate's combined figures (or its error) to ``case``, and
     each of ``same`` (a candidate that is the same program as a timed one: label ->
-    (candidate, that one's label); :mod:`.programs`) with that one's figures."""
+    (candidate, that one's label); :mod:`.programs`) with that one's figures and
+    note (its error, a cut, out of the race), the same program named after it.
+
+    Example:
+        >>> from polykernel.dispatch.records import Key
+        >>> from polykernel.tuning.candidates import Candidate
+        >>> from polykernel.tuning.report import TunedCase
+        >>> from polykernel.tuning.results import record
+        >>> a, c = Candidate("numba", (("v", "a"),)), Candidate("numba", (("v", "c"),))
+        >>> key = Key("op", "cpu", "*", "*", "*", None)
+        >>> case = TunedCase("n=4", key, [[4]], a.label)
+        >>> record(case, {a.label: (a, None)}, [], None, {c.label: (c, a.label)})
+        >>> [(m.status, m.detail) for m in case.measured][1]
+        ('cut', "max_seconds; the same program as numba(v='a'): timed once")
+    """
     start = len(case.measured)
     _record_timed(case, timed, passes, loaded)
     figures = {m.candidate.label: m for m in case.measured[start:]}
@@ -42,6 +56,7 @@ def record(
         found = figures.get(twin)
         if found is not None:
             note = f"the same program as {twin}: timed once"
+            note = f"{found.detail}; {note}" if found.detail else note
             case.measured.append(dataclasses.replace(found, candidate=candidate,
                                                      detail=note))  # fmt: skip
 
