@@ -76,6 +76,7 @@ def test_a_killed_childs_private_folder_is_in_the_run_dir():
 #: The tools whose caches default to ``~`` and the Makefile's variable for each.
 TOOL_CACHES = {
     "pip": "PIP_CACHE_DIR",
+    "uv (make's installer)": "UV_CACHE_DIR",
     "matplotlib (make docs draws plots)": "MPLCONFIGDIR",
     "pyright": "PYRIGHT_PYTHON_CACHE_DIR",
     "npm (run by pyright)": "npm_config_cache",
