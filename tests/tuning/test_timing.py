@@ -9,6 +9,7 @@ import math
 import pytest
 
 from polykernel.benchmark.sampling import StopRule
+from polykernel.dispatch.ranking import Scored, choose
 from polykernel.tuning import timing
 from polykernel.tuning.timing import (
     CandidateTimes,
@@ -116,6 +117,48 @@ def test_a_pass_settles_each_candidate_and_sizes_its_calls_by_its_own_time(
     assert found.stopped_by == "runs"
 
 
+def test_the_default_stays_in_the_race_so_a_burst_cannot_keep_it(monkeypatch, clock):
+    """A default five times slower than a candidate, its three first rounds upset
+    by load (the candidate's first interval slowed 10x, the default's third 20x):
+    their round-by-round ratios read 0.5, 5 and 100. Dropped from the race, the
+    default kept those three rounds and an interval of +-900 % that tied it with
+    the candidate, so the rule kept it (a tuning run under CI load: 3.65x, +-448 %).
+    Kept in the race (``keep``), it is timed in the same rounds as the candidate."""
+    monkeypatch.setattr(timing, "SETTLE_S", 2e-3)
+    monkeypatch.setattr(timing, "INTERVAL_S", 1e-3)
+    # Calls are counted from the warm-up's: 100 us -> intervals of 20 settling
+    # and 10 timed calls; 20 us -> 100 and 50.
+    counts = {"default": 0, "fast": 0}
+
+    def call(name, usual, slowed, first, last):
+        def run():
+            counts[name] += 1
+            clock.now += slowed if first <= counts[name] <= last else usual
+            return 0
+
+        return run
+
+    def timed(keep):
+        counts.update(default=0, fast=0)
+        calls = {"default": call("default", 100e-6, 2e-3, 62, 91),  # 3rd interval
+                 "fast": call("fast", 20e-6, 200e-6, 2, 151)}  # 1st  # fmt: skip
+        found = combine_passes([time_pass(calls, n_warmup=1, block=lambda x: x,
+                                          rule=StopRule(8), keep=keep)])  # fmt: skip
+        ranked = [Scored(n, c.ratio, c.ratio_error) for n, c in found.items()]
+        return found, choose(ranked, default="default").item
+
+    dropped, kept = timed(keep=())
+    assert dropped["default"].raced is False and dropped["default"].rounds == 3
+    assert dropped["default"].ratio_error > 4  # so wide it ties with 1.0
+    assert kept == "default"
+    raced, winner = timed(keep=["default"])
+    assert raced["default"].raced is True
+    assert raced["default"].rounds == raced["fast"].rounds == 8
+    assert raced["default"].ratio == pytest.approx(5.0)
+    assert raced["default"].ratio_error < 0.03
+    assert winner == "fast"
+
+
 def test_a_candidate_that_raises_while_timed_is_recorded_not_raised(clock):
     calls = {"fine": clock.call(10e-6)}
     seen = {"n": 0}
@@ -151,3 +194,34 @@ def test_a_pass_starts_no_call_after_its_deadline(clock):
         calls, n_warmup=1, rule=StopRule(3), block=lambda x: x, deadline=t0
     )
     assert gone.candidates == {}  # nothing timed: not in the result
+
+
+def test_a_candidate_dropped_from_the_race_never_wins_the_case():
+    from polykernel.dispatch.records import Key
+    from polykernel.tuning.candidates import Candidate
+    from polykernel.tuning.options import TuneOptions
+    from polykernel.tuning.report import Measured, TunedCase
+    from polykernel.tuning.results import entry
+
+    b, a = Candidate("numba", (("v", "b"),)), Candidate("numba", (("v", "a"),))
+    reference = Candidate("jax_raw", ())
+
+    def case(*measured: Measured) -> TunedCase:
+        found = TunedCase("n=4", Key("op", "cpu", "*", "*", "*", None), [[4]], "x")
+        found.measured.extend(measured)
+        return found
+
+    def winner(found: TunedCase) -> Candidate:
+        made = entry(found, reference, lambda backend: "id", {}, TuneOptions())
+        assert made is not None
+        return made.winner
+
+    # Declared first, 3.65x the fastest with an interval of +-448 % from its three
+    # rounds: tied by the rule, it would win; dropped from the race, it does not.
+    dropped = Measured(b, "ok", 1.5e-4, 0.47, "out of the race (>2.0x)",
+                       ratio=3.65, ratio_error=4.48, rounds=3, raced=False)  # fmt: skip
+    fast = Measured(a, "ok", 1.6e-5, 0.1, ratio=1.0, ratio_error=0.0, rounds=10)
+    assert winner(case(dropped, fast)) == a
+    # Each dropped in some pass (fastest in one, slow in the other): all compete.
+    other = Measured(a, "ok", 1.6e-5, 0.1, ratio=1.0, rounds=3, raced=False)
+    assert winner(case(dropped, other)) == b

@@ -41,6 +41,10 @@ class Measured:
     rounds: int = 0
     #: The ratio with the machine's other cores busy (``tune(contention=True)``).
     loaded_ratio: float | None = None
+    #: False when the candidate was dropped from a pass's race (``tuning.timing``):
+    #: more than twice the fastest's time in its first rounds, its ratio comes from
+    #: those three rounds alone and it does not compete for the win.
+    raced: bool = True
 
     def choice(self) -> Choice:
         return self.candidate

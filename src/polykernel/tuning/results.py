@@ -3,8 +3,9 @@
 :func:`record` turns the passes' timings into one :class:`~.report.Measured` per
 timed candidate; :func:`entry` picks the winner by the one rule of
 :mod:`polykernel.dispatch.ranking` (the default unless a candidate is faster beyond
-the measured spread) and records every candidate *tried* — never one the budget
-left out — with the identity of every kernel measured.
+the measured spread), among the candidates that stayed in the race
+(:mod:`.timing`), and records every candidate *tried* — never one the budget left
+out — with the identity of every kernel measured.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def _record_timed(
             Measured(candidate, "ok", found.median_s, found.spread, note,
                      ratio=found.ratio, ratio_spread=found.ratio_spread,
                      ratio_error=found.ratio_error, rounds=found.rounds,
-                     loaded_ratio=loaded_ratio)
+                     loaded_ratio=loaded_ratio, raced=found.raced)
         )  # fmt: skip
 
 
@@ -104,7 +105,13 @@ def entry(
     """The case's entry (None when nothing was timed): the winner by the one rule,
     every candidate tried."""
     ok = [m for m in case.measured if m.status == "ok" and m.median_s is not None]
-    scored = [Scored(m, m.ratio, m.ratio_error, m.loaded_ratio) for m in ok]
+    # Only candidates timed through the race compete: one dropped from it was more
+    # than twice the fastest's time, and the interval of its three rounds can be
+    # wide enough to tie it with the fastest (3.65x +-448 % under load: a kernel
+    # nine times slower kept). The default is never dropped (``runner``); were
+    # every candidate dropped in some pass, all of them compete.
+    competing = [m for m in ok if m.raced] or ok
+    scored = [Scored(m, m.ratio, m.ratio_error, m.loaded_ratio) for m in competing]
     measured_default = next((m for m in ok if m.candidate == default), None)
     picked = choose(scored, default=measured_default)
     if picked is None:

@@ -343,6 +343,8 @@ def _time_once(run: _Run, item: _Prepared, deadline: float) -> PassTimes:
         rule=rule,
         block=jax.block_until_ready,
         deadline=deadline,
+        # The candidate a winner replaces is timed as long as the winner.
+        keep=[name for name, (c, _) in item.timed.items() if c == run.default],
     )
 
 
