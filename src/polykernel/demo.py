@@ -23,8 +23,8 @@ The whole run is timed in three processes, this one and two fresh ones in turn (
 — on a 2-core VM ``jax_raw``'s scatter over 10^7 nonzeros took 83 ms in one demo
 process and 103 ms in the next, its kernels' times holding — so a ratio from one
 process moved up to 49 % between two runs, the median of three up to 26 % (16, 14
-and 5 of 34 ratios more than 10 % apart in three one-process pairs; 1, 8, 1 and 4
-in four three-process pairs). In each process each case is timed in two passes over
+and 5 of 34 ratios more than 10 % apart in three one-process pairs; 1, 8, 1, 4, 2
+and 4 in six three-process pairs). In each process each case is timed in two passes over
 that process's run (``run_benchmarks(passes=2)``), so a state of the machine that
 outlasts a case is met by every case; in each pass until every backend's spread (IQR
 / median) is within 10 % and its ratio to ``jax_raw`` reads the same on both halves
