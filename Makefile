@@ -67,12 +67,13 @@ VERSIONS = $(PY) -c "import sys; from importlib.metadata import version; \
 
 # Packages are installed by uv (INSTALLER=uv, the default), which the virtualenv's own
 # pip installs first (one wheel, pinned): it downloads and unpacks on every core where
-# pip goes file after file (installing the test extras, 2.9 GB, into a fresh
-# virtualenv on 2 cores: 8 s against 23 s for pip). uv reads none of pip's configuration (pip.conf, PIP_* variables): where
-# packages must come through a mirror or certificates pip is configured with, set
-# uv's own (UV_DEFAULT_INDEX, UV_NATIVE_TLS=1, ...) or INSTALLER=pip. Neither writes
-# bytecode: one compileall on every core afterwards writes it (.ci/site-bytecode), where
-# pip compiles file after file (11 s less of a fresh install on 2 cores).
+# pip goes file after file (the test extras, 2.9 GB, into a fresh virtualenv on 2
+# cores: 8 s against 23 s for pip). uv reads none of pip's configuration (pip.conf,
+# PIP_* variables): where packages must come through a mirror or certificates pip is
+# configured with, set uv's own (UV_DEFAULT_INDEX, UV_NATIVE_TLS=1, ...) or use
+# INSTALLER=pip. Neither writes bytecode here: one compileall on every core afterwards
+# writes it (.ci/site-bytecode), where pip compiles file after file (11 s less of a
+# fresh install on 2 cores).
 INSTALLER ?= uv
 UV_PIN := uv==0.13.9
 ifeq ($(INSTALLER),uv)

@@ -10,7 +10,12 @@ import pytest
 
 from polykernel.benchmark.sampling import StopRule
 from polykernel.dispatch.ranking import Scored, choose
+from polykernel.dispatch.records import Key
 from polykernel.tuning import timing
+from polykernel.tuning.candidates import Candidate
+from polykernel.tuning.options import TuneOptions
+from polykernel.tuning.report import Measured, TunedCase
+from polykernel.tuning.results import entry
 from polykernel.tuning.timing import (
     CandidateTimes,
     PassTimes,
@@ -197,12 +202,6 @@ def test_a_pass_starts_no_call_after_its_deadline(clock):
 
 
 def test_a_candidate_dropped_from_the_race_never_wins_the_case():
-    from polykernel.dispatch.records import Key
-    from polykernel.tuning.candidates import Candidate
-    from polykernel.tuning.options import TuneOptions
-    from polykernel.tuning.report import Measured, TunedCase
-    from polykernel.tuning.results import entry
-
     b, a = Candidate("numba", (("v", "b"),)), Candidate("numba", (("v", "a"),))
     reference = Candidate("jax_raw", ())
 
