@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import zygote
 from subprocess_support import last_json, run_python
 
 MODULE = textwrap.dedent(
@@ -78,14 +79,17 @@ def test_a_warmed_cache_serves_other_processes_read_only(tmp_path, run_env):
     (tmp_path / "tiers_module.py").write_text(MODULE)
     shared, own = tmp_path / "shared", tmp_path / "own"
     env = {**run_env, "POLYKERNEL_CACHE_DIR": str(shared)}
+    # Each process here is a child of the jax zygote: polykernel imported, no kernel
+    # loaded or built yet, as in a fresh process once it imported polykernel.
     out = run_python("-m", "polykernel.cli", "cache", "warm",
-                     str(tmp_path / "tiers_module.py"), env=env)  # fmt: skip
+                     str(tmp_path / "tiers_module.py"), env=env,
+                     forked=True)  # fmt: skip
     assert "test_tiers.add2 numba n=8: ready" in out
     assert "test_tiers.add2 cuda_raw n=8: ready" in out
     before = _snapshot(shared)
     reader = {**run_env, "POLYKERNEL_CACHE_DIR": str(own),
               "POLYKERNEL_CACHE_READONLY": str(shared)}  # fmt: skip
-    report = last_json(run_python("-c", PROBE, str(tmp_path), env=reader))
+    report = last_json(run_python("-c", PROBE, str(tmp_path), env=reader, forked=True))
     assert report["ok"] and report["native_built"] is False
     assert report["numba"] == "disk"
     assert not report["library"].startswith(str(shared))  # a private, verified copy
@@ -98,18 +102,14 @@ def test_a_warmed_cache_serves_other_processes_read_only(tmp_path, run_env):
                if '"tiers_add2"' in (p.parent / "meta.json").read_text())  # fmt: skip
     data = lib.read_bytes()
     lib.write_bytes(data[: len(data) // 2])
-    report = last_json(run_python("-c", PROBE, str(tmp_path), env=reader))
+    report = last_json(run_python("-c", PROBE, str(tmp_path), env=reader, forked=True))
     assert report["ok"] and report["native_built"] is True
     assert report["library"].startswith(str(own))
 
 
 def test_warm_names_what_it_cannot_import(tmp_path, run_env):
-    import subprocess
-    import sys
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "polykernel.cli", "cache", "warm", "no_such_mod:fn"],
-        env=run_env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    # zygote.run, not run_python: the exit status checked is not 0.
+    proc = zygote.run(["-m", "polykernel.cli", "cache", "warm", "no_such_mod:fn"],
+                      env=run_env, timeout=120)  # fmt: skip
     assert proc.returncode == 2
     assert "cannot import module 'no_such_mod'" in proc.stderr

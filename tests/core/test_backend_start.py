@@ -2,9 +2,12 @@
 
 Libraries load their kernels at import; their users configure JAX afterwards
 (``jax_num_cpu_devices``, ``jax.distributed.initialize``), which JAX refuses once a
-backend has started. Each case runs in a fresh process (``backend_start_child.py``):
+backend has started. Each case runs in a new process (``backend_start_child.py``):
 the loading action, a check that no backend started, then the user's configuration
-and a run of what was loaded.
+and a run of what was loaded. The process is a child of the test process's ``jax``
+zygote (``zygote.py``): NumPy, JAX and polykernel imported, as in a fresh one once
+it imported them, and no backend started (the zygote refuses to fork if one was),
+so a backend the child finds started was started by the loading action.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ CHILD = SUPPORT / "backend_start_child.py"
 
 
 def _env(run_env: dict, cache: Path) -> dict:
+    # Every child's: they differ only in the cache (POLYKERNEL_*, each child's own),
+    # so one zygote serves them all, whatever XLA_FLAGS or JAX_PLATFORMS the run has.
     env = {
         **run_env,
         "POLYKERNEL_CACHE_DIR": str(cache),
@@ -31,7 +36,7 @@ def _env(run_env: dict, cache: Path) -> dict:
 
 
 def _child(env: dict, *args: str | Path) -> dict:
-    return last_json(run_python(CHILD, *args, env=env, timeout=240))
+    return last_json(run_python(CHILD, *args, env=env, timeout=240, forked=True))
 
 
 def _check(report: dict) -> None:
@@ -68,5 +73,5 @@ def test_load_cuda_inline_starts_no_backend(tmp_path, run_env):
 def test_reviving_an_exported_program_starts_no_backend(case, tmp_path, run_env):
     env = _env(run_env, tmp_path / "cache")
     blob = tmp_path / "program.jaxexport"
-    run_python(CHILD, "export", blob, env=env, timeout=240)
+    run_python(CHILD, "export", blob, env=env, timeout=240, forked=True)
     _check(_child(env, case, blob))

@@ -1,12 +1,14 @@
 """Every backend's targets are revived in a new process, or refused naming what to do.
 
 The children share the test run's private caches; none of the loading children
-imports the kernels' code (unless a case says so). Warp's CPU handler comes back
-from the copy of Warp's object file in polykernel's cache; the GPU launcher's
-kernels from their images and launch spec; a ``numba_cuda_callable`` once the
-module defining its function is imported (polykernel never imports user code).
-The CUDA program is exported and registered here without a GPU; running it is a
-``gpu`` test elsewhere.
+imports the kernels' code (unless a case says so). They are children of the test
+process's ``jax`` zygote (``zygote.py``): new processes with NumPy, JAX and
+polykernel imported and nothing since, as a fresh one is once it imported them (no
+kernel code, no backend started). Warp's CPU handler comes back from the copy of
+Warp's object file in polykernel's cache; the GPU launcher's kernels from their
+images and launch spec; a ``numba_cuda_callable`` once the module defining its
+function is imported (polykernel never imports user code). The CUDA program is
+exported and registered here without a GPU; running it is a ``gpu`` test elsewhere.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ CHILD = SUPPORT / "revival_child.py"
 
 
 def _child(*args: object, env: dict[str, str]) -> dict:
-    return last_json(run_python(CHILD, *map(str, args), env=env, timeout=240))
+    return last_json(
+        run_python(CHILD, *map(str, args), env=env, timeout=240, forked=True)
+    )
 
 
 @pytest.mark.slow

@@ -5,6 +5,14 @@ C++ module and exports three programs; the other children load them with
 ``pk.load_exported`` without importing any kernel code. JAX's persistent
 compilation cache is shared between the children: a hit in a second process shows
 that the program (target names included) is the same in every process.
+
+The loading children (and the CUDA case's) are forks of the test process's ``jax``
+zygote (``zygote.py``): new processes with NumPy, JAX and polykernel imported and
+nothing else (Numba is imported by the child, under its own ``NUMBA_*``), as a
+fresh one is once it imported them. The two processes whose artefacts are compared
+byte for byte are fresh ones: a zygote child's programs carry the zygote's frames
+below the script in their debug locations, and it shares the zygote's ``str`` hash
+seed, which the second of them must not.
 """
 
 from __future__ import annotations
@@ -32,8 +40,8 @@ def triple(v):  # a cfunc object: kernels calling it have no content fingerprint
     return 3 * v
 
 
-def _child(*args: object, env: dict[str, str]) -> list[dict]:
-    out = run_python(CHILD, *map(str, args), env=env, timeout=180)
+def _child(*args: object, env: dict[str, str], forked: bool = True) -> list[dict]:
+    out = run_python(CHILD, *map(str, args), env=env, timeout=180, forked=forked)
     return [json.loads(line) for line in out.splitlines()]
 
 
@@ -47,7 +55,8 @@ def exported_dir(tmp_path_factory, child_env) -> tuple[Path, Path, dict]:
     """Programs exported by a first process: (directory, JAX cache, its report)."""
     directory = tmp_path_factory.mktemp("exported")
     jax_cache = directory / "jax-cache"
-    [report] = _child("export", directory, jax_cache, env=child_env)
+    # Fresh: its programs are compared byte for byte with another fresh process's.
+    [report] = _child("export", directory, jax_cache, env=child_env, forked=False)
     return directory, jax_cache, report
 
 
@@ -102,7 +111,7 @@ def test_names_and_artefacts_are_the_same_in_every_process(
 ):
     _, jax_cache, first = exported_dir
     env = {**child_env, "PYTHONHASHSEED": "12345"}  # the first ran with a random seed
-    [again] = _child("export", tmp_path, jax_cache, env=env)
+    [again] = _child("export", tmp_path, jax_cache, env=env, forked=False)
     assert again["targets"] == first["targets"]
     assert (again["hits"], again["misses"]) == (1, 0)
     for name in ("main", "multi", "parallel", "checked"):

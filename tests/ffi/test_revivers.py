@@ -98,6 +98,9 @@ def test_a_bad_reviver_pattern_is_our_error():
     assert isinstance(info.value.__cause__, re.error)
 
 
+# Run in a child of the jax zygote: polykernel imported, nothing registered or
+# revived since, as in a fresh process once it imported polykernel; the code runs
+# as the child's own __main__, where the reviver "__main__:decline" is found.
 CHILD = """
 import json, sys
 import numpy as np
@@ -142,7 +145,7 @@ def numba_program(tmp_path_factory) -> tuple[Path, str]:
 @pytest.mark.parametrize("pattern", BROAD)
 def test_a_numba_program_loads_beside_a_greedy_plugin(numba_program, run_env, pattern):
     path, _ = numba_program
-    report = last_json(run_python("-c", CHILD, path, pattern, env=run_env))
+    report = last_json(run_python("-c", CHILD, path, pattern, env=run_env, forked=True))
     assert report.get("error") is None, report
     assert report["out"] == [float(i + 1) for i in range(8)]
     assert report["asked"] == []  # the built-in reviver registered it first
@@ -153,7 +156,7 @@ def test_when_the_builtin_declines_the_plugin_is_asked(numba_program, run_env,
                                                        tmp_path):  # fmt: skip
     path, target = numba_program
     env = {**run_env, "POLYKERNEL_CACHE_DIR": str(tmp_path / "empty-cache")}
-    report = last_json(run_python("-c", CHILD, path, ".*", env=env))
+    report = last_json(run_python("-c", CHILD, path, ".*", env=env, forked=True))
     assert report["asked"] == [target]  # numba declined (no cache): the next tried
     assert report["error"] == "KernelNotAvailableError"
     assert f"'{target}' (numba)" in report["message"]

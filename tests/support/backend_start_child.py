@@ -1,4 +1,4 @@
-"""One fresh process of ``test_backend_start.py`` (run as a script).
+"""One process of ``test_backend_start.py`` (run as a script; a zygote child there).
 
 ``python backend_start_child.py CASE [FILE]`` does what a library does at import time
 (the action named ``CASE``: load a C++ or CUDA module, load or revive an exported

@@ -1,18 +1,21 @@
-"""Warm-start tests in fresh processes: watching what a process starts, and
+"""Warm-start tests in new processes: watching what a process starts, and
 lowering the catalog's ``scaled_add`` for CUDA in a new process.
 
 :func:`watch_processes` is imported by the children themselves (put this folder on
 their ``sys.path``); :func:`lower_in_a_new_process` by the tests that run
-``tests/launcher/warm_start_child.py``.
+``tests/launcher/warm_start_child.py``, as a child of the test process's ``jax``
+zygote (``zygote.py``): it imported NumPy, JAX and polykernel and no compiler
+package, so the child imports Triton or Numba and numba-cuda itself, as a fresh
+process would, and what it reports started or imported is its own.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from subprocess_support import last_json, run_python
 
 SUPPORT = Path(__file__).resolve().parent
 WARM_START_CHILD = SUPPORT.parent / "launcher" / "warm_start_child.py"
@@ -44,7 +47,5 @@ def watch_processes(started: list[str]) -> None:
 def lower_in_a_new_process(backend: str, env: dict[str, str]) -> dict:
     """Run the warm-start child for ``backend`` (``triton`` or ``numba_cuda``);
     the JSON line it printed."""
-    proc = subprocess.run([sys.executable, str(WARM_START_CHILD), backend], env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_python(WARM_START_CHILD, backend, env=env, timeout=600, forked=True)
+    return last_json(out)

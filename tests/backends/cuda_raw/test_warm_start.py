@@ -6,16 +6,20 @@ opening the library costs. These tests load it in a new process whose
 check that nothing was started and that no compiler package (numba, llvmlite, warp,
 triton) was imported on the way; and that the backend table's protocol object
 imports no loader module.
+
+The processes are children of the test's jax zygote: JAX and polykernel are
+imported there (and so unwatched), no compiler package nor any module of
+``polykernel.backends.cuda_raw``; all that loading the module imports or starts
+happens in the child, watched, as in a fresh process.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+import zygote
 from subprocess_support import last_json, run_python
 from warm_start_support import SUPPORT
 
@@ -50,11 +54,12 @@ CHILD = textwrap.dedent(
 
 
 def _load(env: dict[str, str], name: str) -> dict:
-    """Run CHILD in a new process on SRC; what it printed."""
+    """Run CHILD in a new process (a child of the jax zygote) on SRC; what it
+    printed."""
     path = os.pathsep.join(p for p in (str(SUPPORT), env.get("PYTHONPATH")) if p)
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, name, *COMPILER_PACKAGES], input=SRC,
-        env={**env, "PYTHONPATH": path}, capture_output=True, text=True, timeout=300,
+    proc = zygote.run(
+        ["-c", CHILD, name, *COMPILER_PACKAGES], input=SRC,
+        env={**env, "PYTHONPATH": path}, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     return last_json(proc.stdout)
@@ -91,7 +96,7 @@ def test_the_backend_object_imports_no_loader(run_env):
                                 if m.startswith("polykernel.backends.cuda_raw."))))
         """
     )
-    loaded = last_json(run_python(code=code, env=run_env))
+    loaded = last_json(run_python(code=code, env=run_env, forked=True))
     assert loaded == ["polykernel.backends.cuda_raw.backend"]
 
 

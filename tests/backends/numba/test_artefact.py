@@ -126,7 +126,10 @@ def test_a_kernels_exceptions_read_as_numbas_own():
 
 # -- in new processes: misses are rebuilds, never crashes -----------------------------
 def _rows(env: dict, *variants: str) -> dict[str, dict]:
-    return _read_rows(run_python(CHILD, *variants, env=env, timeout=300))
+    # A child of the test's jax zygote: it imports Numba itself, so its
+    # dispatchers and uids start empty, and it finds only what is on disk.
+    out = run_python(CHILD, *variants, env=env, timeout=300, forked=True)
+    return _read_rows(out)
 
 
 def _read_rows(out: str) -> dict[str, dict]:
@@ -244,6 +247,8 @@ class BuiltWithoutACompiler:
 
 @pytest.fixture(scope="module")
 def built_without_a_compiler(tmp_path_factory) -> BuiltWithoutACompiler:
+    # Fresh processes, this one and the later one: their PATH (no cc) is not the
+    # zygote's, and a zygote for it would replace the run's, started again after.
     tmp = tmp_path_factory.mktemp("no_cc")
     env = _without_a_c_compiler(dict(os.environ), tmp)  # os.environ: as run_env
     blob = tmp / "thrice.jaxexport"

@@ -1,4 +1,8 @@
-"""Generated handlers are cached on disk: a new process loads, never compiles."""
+"""Generated handlers are cached on disk: a new process loads, never compiles.
+
+The processes are children of the test's jax zygote, which has not imported Numba:
+each imports it and compiles (or loads) its kernels itself.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +51,7 @@ SCRIPT = counting_compiles(
 
 
 def _run(env):
-    return last_json(run_python(code=SCRIPT, env=env))
+    return last_json(run_python(code=SCRIPT, env=env, forked=True))
 
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)

@@ -15,6 +15,11 @@ still a new process, with a hash seed of its own, that only finds what the earli
 ones left on disk, and each row says which Numba uid its kernel took, so the tests
 check that a later process really handed a kernel the names an earlier process
 gave another.
+
+The rounds are fresh interpreters (a zygote's children share its hash seed), and
+so are the processes that must run at once; the two processes of
+``test_many_kernels_in_one_process`` are children of the test's jax zygote, which
+has not imported Numba: each starts with Numba's uids and dispatchers empty.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import zygote
 from subprocess_support import SUPPORT
 
 CHILD = SUPPORT / "numba_cache_child.py"
@@ -69,8 +75,13 @@ def _start(env: dict, *variants: str) -> subprocess.Popen:
 
 def _finish(proc: subprocess.Popen) -> Rows:
     out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, f"rc={proc.returncode}\n{err[-3000:]}"
-    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return _checked(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+
+
+def _checked(proc: subprocess.CompletedProcess) -> Rows:
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stderr[-3000:]}"
+    lines = proc.stdout.splitlines()
+    rows = [json.loads(line) for line in lines if line.startswith("{")]
     for row in rows:
         if row["variant"] == "R":
             assert RAISED in row["error"], row
@@ -79,9 +90,14 @@ def _finish(proc: subprocess.Popen) -> Rows:
     return {r["variant"]: r for r in rows}
 
 
-def _run(env: dict, *variants: str) -> Rows:
-    """Run the variants in a fresh process; check every result; return its rows."""
-    rows = _finish(_start(env, *variants))
+def _run(env: dict, *variants: str, forked: bool = False) -> Rows:
+    """Run the variants in a fresh process (``forked``: a child of the test's jax
+    zygote, see test_many_kernels_in_one_process); check every result; return
+    its rows."""
+    if forked:
+        rows = _checked(zygote.run([str(CHILD), *variants], env=env, timeout=300))
+    else:
+        rows = _finish(_start(env, *variants))
     assert list(rows) == list(variants)
     return rows
 
@@ -269,11 +285,13 @@ def test_kernels_differing_only_in_a_global_or_a_helper(rounds):
 
 @pytest.mark.slow
 def test_many_kernels_in_one_process(run_env, tmp_path):
+    # Children of the jax zygote: it has not imported Numba, so each child's uids
+    # start where a fresh process's do; no hash seed is at stake here.
     env = _env(run_env, tmp_path)
     variants = [f"C{n}" for n in range(12)]
-    first = _run(env, *variants)
+    first = _run(env, *variants, forked=True)
     assert set(origins(first, *variants).values()) == {"built"}
-    second = _run(env, "A", *reversed(variants))
+    second = _run(env, "A", *reversed(variants), forked=True)
     assert set(origins(second, "A", *variants).values()) == {"built", "disk"}
     _same_uid(second["A"], first["C0"])
     assert len(_entries(tmp_path)) == 13

@@ -6,6 +6,11 @@ raising kernel and exports a program of each; another, where ``import numba`` an
 alone: the shared objects and polykernel's runtime library, nothing else. The
 results are the first process's, bit for bit, and the kernel's exception reads
 the same. A third process, where Numba could import, never imports it.
+
+Each process is a child of the test's jax zygote, which imported JAX and
+polykernel but not Numba (``import polykernel`` imports no optional package, so
+blocking Numba after it is blocking it before); the kernels it loads are read
+from the cache as in a fresh process.
 """
 
 from __future__ import annotations
@@ -97,14 +102,18 @@ LOAD = textwrap.dedent(
 @pytest.mark.slow  # subprocesses, compiles
 def test_cached_kernels_run_where_numba_cannot_import(run_env, tmp_path):
     env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "pk"))
-    want = last_json(run_python("-c", EXPORT, str(tmp_path), env=env, timeout=300))
+    want = last_json(
+        run_python("-c", EXPORT, str(tmp_path), env=env, timeout=300, forked=True)
+    )
     assert want["error"].startswith(
         "polykernel numba_kernel 'checked': the kernel "
         "raised ValueError: ('too large at', 0, "
     )
     for mode in ("blocked", "importable"):
         got = last_json(
-            run_python("-c", LOAD, str(tmp_path), mode, env=env, timeout=300)
+            run_python(
+                "-c", LOAD, str(tmp_path), mode, env=env, timeout=300, forked=True
+            )
         )
         assert got["imported"] == [], (mode, got["imported"])
         for name in ("twice", "total", "checked"):

@@ -12,6 +12,9 @@ A process with these kernels costs about 5 CPU-s (its own Numba compiles of
 parallel kernels, for the reference runs, even when ours come from the cache), so
 two serve every test here (:data:`PROCESSES`): one builds with 3 threads, the next
 loads those builds with 4, and each checks the thread settings after the bits.
+Each is a child of the test's jax zygote, which has not imported Numba: the child
+imports it under its own ``NUMBA_*`` settings and starts its threading layer, as
+a fresh process would.
 """
 
 from __future__ import annotations
@@ -133,7 +136,8 @@ def reports(tmp_path_factory) -> dict[str, dict]:
     for threads, _ in PROCESSES:
         env = dict(os.environ, POLYKERNEL_CACHE_DIR=str(cache),  # as run_env
                    NUMBA_NUM_THREADS=threads, NUMBA_THREADING_LAYER="omp")  # fmt: skip
-        found[threads] = last_json(run_python(code=CHILD, env=env, timeout=600))
+        out = run_python(code=CHILD, env=env, timeout=600, forked=True)
+        found[threads] = last_json(out)
     return found
 
 

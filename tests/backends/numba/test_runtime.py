@@ -78,7 +78,7 @@ print(json.dumps({"returned_s": returned, "thread": thread and thread.name,
 """
 
 
-@pytest.mark.slow  # a fresh process building the library into an empty cache
+@pytest.mark.slow  # a new process building the library into an empty cache
 @pytest.mark.parametrize(
     ("compiler", "shipped"),
     [(True, False), (False, False), (False, True)],
@@ -97,7 +97,9 @@ def test_a_prefetch_builds_in_the_background_and_load_waits_for_it(
     # an empty cache builds the library.
     folder = runtime_recipe.SHIPPED if shipped else tmp_path / "not-installed"
     code = PREFETCH_CHILD.replace("SHIPPED)", f"{str(folder)!r})", 1)
-    got = last_json(run_python(code=code, env=env, timeout=300))
+    # With a compiler, a child of the jax zygote (which has not loaded the runtime
+    # nor started a thread); without, a fresh process: its PATH is not the zygote's.
+    got = last_json(run_python(code=code, env=env, timeout=300, forked=compiler))
     assert got["returned_s"] < 0.5, got  # a C compile takes longer than that
     assert got["thread"] == "polykernel-runtime-prefetch", got
     assert "polykernel-runtime-prefetch" not in got["after"], got
@@ -415,8 +417,10 @@ def test_numba_num_threads_sets_the_default(run_env):
         "import json; from polykernel.native.runtime import load_runtime\n"
         "print(json.dumps(load_runtime().pkrt_default_num_threads()))"
     )
+    # A child of the jax zygote: the runtime library, not loaded there, reads the
+    # child's NUMBA_NUM_THREADS when the child loads it.
     env = dict(run_env, NUMBA_NUM_THREADS="3")
-    assert last_json(run_python(code=code, env=env)) == 3
+    assert last_json(run_python(code=code, env=env, forked=True)) == 3
 
 
 # -- the Python half: Numba's rules for raising ---------------------------------------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 import threading
 
@@ -12,6 +10,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
+import zygote
 
 from polykernel.backends.numba import numba_kernel
 
@@ -52,13 +51,9 @@ def test_python_threads_call_a_jitted_prange_kernel_concurrently():
 
 
 def _run(code, env):
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # A child of the test's jax zygote: it imports Numba itself, under its own
+    # NUMBA_THREADING_LAYER (or none), and starts the layer there.
+    return zygote.run(["-c", textwrap.dedent(code)], env=env, timeout=120)
 
 
 LAYER = """

@@ -2,7 +2,8 @@
 
 ``expand_dims`` and ``broadcast_all`` hand the handler buffers with extra leading
 (batch) dims; a handler that ignored them once crashed the process (brainevent B1).
-So the checks run in a subprocess: a crash fails the test instead of killing pytest.
+So the checks run in a subprocess (a child of the test's jax zygote, which imports
+Numba itself): a crash fails the test instead of killing pytest.
 """
 
 from __future__ import annotations
@@ -65,5 +66,5 @@ SCRIPT = textwrap.dedent(
 
 @pytest.mark.slow  # over a second here (subprocesses, compiles)
 def test_every_vmap_method_equals_the_loop(run_env):
-    out = run_python(code=SCRIPT, env=run_env, timeout=300)
+    out = run_python(code=SCRIPT, env=run_env, timeout=300, forked=True)
     assert out.count("ok ") == 5

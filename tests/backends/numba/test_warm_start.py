@@ -5,6 +5,10 @@ the cache filled by an earlier process, polykernel loads each handler without
 Numba's code generator: no object reaches Numba's JIT (``unserialize_library``,
 MCJIT), Numba's CPU target context is never asked for, no llvmlite module is
 imported beyond those ``import numba`` brought, and no process is started.
+
+Both processes are children of the test's jax zygote: JAX and polykernel are
+imported already, Numba (and llvmlite) not, so the user code's ``import numba``
+and every compile or load after it happen in the child, as in a fresh process.
 """
 
 from __future__ import annotations
@@ -88,12 +92,12 @@ CHILD = counting_compiles(
 @pytest.mark.slow  # subprocesses, compiles
 def test_a_warm_start_loads_the_artefact_without_numbas_codegen(run_env, tmp_path):
     env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "pk"))
-    cold = last_json(run_python(code=CHILD, env=env, timeout=300))
+    cold = last_json(run_python(code=CHILD, env=env, timeout=300, forked=True))
     assert cold["origins"] == ["built", "built"]
     # the spies see what a build does: Numba's codegen and the linker's process
     assert {"CPUTarget.target_context", "Popen.__init__"} <= set(cold["calls"])
     assert cold["compiled"] == ["add", "total"]
-    warm = last_json(run_python(code=CHILD, env=env, timeout=300))
+    warm = last_json(run_python(code=CHILD, env=env, timeout=300, forked=True))
     assert warm == {
         "origins": ["disk", "disk"],
         "calls": [],

@@ -4,7 +4,7 @@ The launcher's build cache is looked up by a content key computed without Numba'
 compiler (``backends/numba_cuda/fingerprint.py``, on Numba's content fingerprint);
 these tests check what the key covers (device functions and numba-cuda's
 intrinsics read by content), that a held build is used without ``compile_ptx``,
-and — in two fresh processes sharing one cache, lowering for CUDA without a GPU —
+and — in two new processes sharing one cache, lowering for CUDA without a GPU —
 that the second one starts no process, calls no compiler, imports no compiler
 package and names the same launcher kernel as the first.
 """

@@ -2,7 +2,7 @@
 
 The launcher's build cache is looked up by a content key computed without Triton's
 compiler (``backends/triton/fingerprint.py``); these tests check what the key
-covers, that a held build is used without ``triton.compile``, and — in two fresh
+covers, that a held build is used without ``triton.compile``, and — in two new
 processes sharing one cache, lowering for CUDA without a GPU — that the second one
 starts no process (no ptxas), calls no compiler, imports no compiler package and
 names the same launcher kernel as the first.

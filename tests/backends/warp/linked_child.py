@@ -15,7 +15,10 @@
 
 Each reports the result, the target and its artefact, whether llvmlite was
 imported, whether Warp's runtime started or Warp built a module, and every
-process started (a ``Popen`` hook installed before any import).
+process started (a ``Popen`` hook installed before this script's first import).
+``test_linked.py`` runs it in a zygote child: NumPy, JAX and polykernel are imported
+already, and importing them starts no process and imports neither Warp nor llvmlite,
+so the hook and the ``sys.modules`` entries below see what they would in a fresh one.
 """
 
 from __future__ import annotations

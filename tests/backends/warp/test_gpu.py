@@ -173,15 +173,17 @@ print(json.dumps({
 '''
 
 
-@pytest.mark.slow  # two fresh processes, one of them building with NVRTC
+@pytest.mark.slow  # three new processes, two of them building with NVRTC
 def test_a_new_process_loads_the_cuda_build_from_the_cache_without_warp(
     tmp_path, run_env
 ):
+    # Children of the jax zygote: polykernel imported, Warp neither imported nor
+    # started (the child imports it), as in a fresh process once it imported them.
     script = tmp_path / "warm_child.py"
     script.write_text(WARM_CHILD)
     env = dict(run_env, POLYKERNEL_CACHE_DIR=str(tmp_path / "cache"))
-    cold = last_json(run_python(script, env=env, timeout=300))
-    warm = last_json(run_python(script, env=env, timeout=300))
+    cold = last_json(run_python(script, env=env, timeout=300, forked=True))
+    warm = last_json(run_python(script, env=env, timeout=300, forked=True))
     assert cold["started_warp"] and cold["compiled"] == 2  # cubin, then PTX
     assert not warm["started_warp"] and warm["compiled"] == 0, warm
     assert {k: warm[k] for k in ("entry", "launch", "images")} == {
@@ -189,5 +191,5 @@ def test_a_new_process_loads_the_cuda_build_from_the_cache_without_warp(
     }
     # Another architecture is another build: compiled, not read.
     script.write_text(WARM_CHILD.replace('["sm_90"]', '["sm_80"]'))
-    other = last_json(run_python(script, env=env, timeout=300))
+    other = last_json(run_python(script, env=env, timeout=300, forked=True))
     assert other["compiled"] == 2 and other["images"] != cold["images"]

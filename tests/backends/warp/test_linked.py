@@ -1,7 +1,12 @@
 """A Warp CPU kernel built once into a shared object that loads without Warp or
 llvmlite: its handler linked with Warp's object, kept in the cache, loaded by name.
 
-Each process here is fresh (``linked_child.py``). The first of a scenario builds
+Each process here is a child of the test process's ``jax`` zygote
+(``linked_child.py``, ``zygote.py``): a new process with NumPy, JAX and polykernel
+imported and nothing else, as a fresh one is once it imported them. It imports Warp
+and llvmlite itself (or is kept from them), starts Warp's runtime and loads the
+handler's shared object itself, and its ``Popen`` hook counts its own processes, so
+what it reports is what a fresh process would. The first of a scenario builds
 (Warp compiles, the handler is linked): it runs once for the module
 (``first_process``) and each test goes on in a copy of its caches, so the later
 processes, which only load, and the damage a test does are that test's alone.
@@ -44,7 +49,9 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def _child(env: dict[str, str], *args: object) -> dict:
-    return last_json(run_python(CHILD, *map(str, args), env=env, timeout=300))
+    return last_json(
+        run_python(CHILD, *map(str, args), env=env, timeout=300, forked=True)
+    )
 
 
 def _linked_entries(root: Path) -> list[Path]:
