@@ -2,7 +2,8 @@
 #   make demo      - create the virtualenv, install polykernel and what the demo runs
 #                    (polykernel[demo]: Numba, Warp, matplotlib, scipy), run the main job
 #   make test      - create the virtualenv, install polykernel with its test extras, run the tests
-#                    (in parallel, one worker per core; make test-fast skips slow and GPU tests)
+#                    (in parallel, a worker per core and one more; make test-fast skips slow
+#                    and GPU tests)
 #   make docs      - build the documentation site into site/ (mkdocs --strict; its tools,
 #                    pinned in docs/requirements.txt, in their own virtualenv .venv-docs)
 # and, for the support matrix and GPU machines:
@@ -65,22 +66,26 @@ VERSIONS = $(PY) -c "import sys; from importlib.metadata import version; \
 
 .PHONY: demo demo-gpu test test-fast test-gpu lint typecheck docs clean venv
 
-# Packages are installed by uv (INSTALLER=uv, the default), which the virtualenv's own
-# pip installs first (one wheel, pinned): it downloads and unpacks on every core where
-# pip goes file after file (the test extras, 2.9 GB, into a fresh virtualenv on 2
-# cores: 8 s against 23 s for pip). uv reads none of pip's configuration (pip.conf,
-# PIP_* variables): where packages must come through a mirror or certificates pip is
-# configured with, set uv's own (UV_DEFAULT_INDEX, UV_NATIVE_TLS=1, ...) or use
-# INSTALLER=pip. Neither writes bytecode here: one compileall on every core afterwards
-# writes it (.ci/site-bytecode), where pip compiles file after file (11 s less of a
-# fresh install on 2 cores).
+# Packages are installed by uv (INSTALLER=uv, the default; one wheel, pinned): it
+# downloads and unpacks on every core where pip goes file after file (the test extras,
+# 2.9 GB, into a fresh virtualenv on 2 cores: 8 s against 23 s for pip). uv reads none
+# of pip's configuration (pip.conf, PIP_* variables): where packages must come through
+# a mirror or certificates pip is configured with, set uv's own (UV_DEFAULT_INDEX,
+# UV_NATIVE_TLS=1, ...) or use INSTALLER=pip. Neither writes bytecode here: one
+# compileall on every core afterwards writes it (.ci/site-bytecode), where pip
+# compiles file after file (11 s less of a fresh install on 2 cores).
 INSTALLER ?= uv
 UV_PIN := uv==0.13.9
 ifeq ($(INSTALLER),uv)
-# $(call install,PYTHON,ARGS): ARGS installed into the virtualenv of PYTHON
-install = $(1) -m pip install --quiet --disable-pip-version-check "$(UV_PIN)" && \
-	$(dir $(1))uv pip install --quiet --python $(1) $(2)
+# $(call make_venv,BASE_PYTHON,DIR): a virtualenv without a pip of its own (0.1 s,
+# against 4 s to unpack one into it); uv goes into it from a pip found elsewhere
+# (.ci/uv-into), then installs pip into it too. $(call install,PYTHON,ARGS): ARGS
+# installed into the virtualenv of PYTHON.
+make_venv = $(1) -m venv --without-pip $(2)
+install = .ci/uv-into $(1) "$(UV_PIN)" && \
+	$(dir $(1))uv pip install --quiet --python $(1) pip $(2)
 else ifeq ($(INSTALLER),pip)
+make_venv = $(1) -m venv $(2)
 install = $(1) -m pip install --quiet --disable-pip-version-check --upgrade pip && \
 	$(1) -m pip install --quiet --disable-pip-version-check --no-compile $(2)
 else
@@ -90,7 +95,7 @@ SITE_BYTECODE = $(PY) .ci/site-bytecode
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "no Python for JAX=$(JAX); pass PYTHON=..." >&2; exit 1; }
-	$(PYTHON) -m venv $(VENV)
+	$(call make_venv,$(PYTHON),$(VENV))
 	$(call install,$(PY),-e ".[test]" $(JAX_PIN))
 	$(SITE_BYTECODE)
 	touch $@
@@ -102,7 +107,7 @@ venv: $(VENV)/.installed
 # same virtualenv; `make test` adds the test extras to it.
 $(VENV)/.installed-demo: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "no Python for JAX=$(JAX); pass PYTHON=..." >&2; exit 1; }
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(call make_venv,$(PYTHON),$(VENV))
 	$(call install,$(PY),-e ".[demo]" $(JAX_PIN))
 	$(SITE_BYTECODE)
 	touch $@
@@ -116,10 +121,14 @@ demo: $(VENV)/.installed-demo
 	$(PY) $(BYTECODE)
 	$(RUN_ENV) $(PY) -m polykernel.demo --output demo-output $(DEMO_ARGS)
 
-# The suite runs in parallel, one pytest-xdist worker per core (a test file's tests
-# stay on one worker: several share a child process per file), and prints the 25
-# slowest tests. PYTEST_ARGS replaces these defaults (PYTEST_ARGS= runs serially).
-PYTEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+# The suite runs in parallel on pytest-xdist workers, one per core and one more (a
+# test file's tests stay on one worker: several share a child process per file), and
+# prints the 25 slowest tests. The extra worker keeps the cores busy while another
+# waits on a child process, a timeout or a sleep: on 2 cores (JAX 0.10, 2026-11-30)
+# two workers kept them 93 % busy (351 s), three 98 % (338 s); a fourth started more
+# than it filled (358 s). PYTEST_ARGS replaces these defaults (PYTEST_ARGS= runs
+# serially).
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 PYTEST_ARGS ?= -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 test: $(VENV)/.installed
@@ -152,7 +161,7 @@ GPU_INSTALL := true
 endif
 
 $(VENV)-gpu/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)-gpu
+	$(call make_venv,$(PYTHON),$(VENV)-gpu)
 	$(call install,$(VENV)-gpu/bin/python,-e ".[test]" "jax[$(JAX_CUDA)]" $(JAX_PIN))
 	$(VENV)-gpu/bin/python .ci/site-bytecode
 	touch $@
@@ -192,7 +201,7 @@ DOCS_PYTHON ?= python3
 DOCS_VENV ?= .venv-docs
 
 $(DOCS_VENV)/.installed: docs/requirements.txt
-	$(DOCS_PYTHON) -m venv $(DOCS_VENV)
+	$(call make_venv,$(DOCS_PYTHON),$(DOCS_VENV))
 	$(call install,$(DOCS_VENV)/bin/python,-r docs/requirements.txt)
 	touch $@
 
