@@ -10,7 +10,13 @@ import pytest
 
 from polykernel.benchmark.sampling import StopRule
 from polykernel.dispatch.ranking import Scored, choose
-from polykernel.dispatch.records import Key
+from polykernel.dispatch.records import (
+    Choice,
+    Entry as DispatchEntry,
+    Key,
+    Measurement,
+    Scope,
+)
 from polykernel.tuning import timing
 from polykernel.tuning.candidates import Candidate
 from polykernel.tuning.options import TuneOptions
@@ -224,3 +230,26 @@ def test_a_candidate_dropped_from_the_race_never_wins_the_case():
     # Each dropped in some pass (fastest in one, slow in the other): all compete.
     other = Measured(a, "ok", 1.6e-5, 0.1, ratio=1.0, rounds=3, raced=False)
     assert winner(case(dropped, other)) == b
+
+
+def test_a_backends_best_is_one_timed_through_the_race_and_the_table_keeps_it():
+    # The failure seen under load: numba's best named the variant dropped from the
+    # race (its ratio from three rounds) over one raced beside the winner.
+    key = Key("op", "cpu", "*", "*", "*", None)
+    b = Measurement(Choice.of("numba", {"v": "b"}), "ok", 1.5e-4, 0.4, ratio=1.1,
+                    ratio_error=2.0, rounds=3, raced=False)  # fmt: skip
+    a = Measurement(Choice.of("numba", {"v": "a"}), "ok", 2e-5, 0.1, ratio=1.3,
+                    ratio_error=0.05, rounds=12)  # fmt: skip
+    ref = Measurement(Choice.of("jax_raw"), "ok", 1.5e-5, 0.1, ratio=1.0, rounds=12)
+    made = DispatchEntry(key, Scope.TUNED, ref.choice, ref.choice, None, (b, a, ref))
+    assert made.best_of("numba") == a.choice
+    # Only dropped ones measured: the best of them.
+    only = DispatchEntry(key, Scope.TUNED, ref.choice, ref.choice, None, (b, ref))
+    assert only.best_of("numba") == b.choice
+    # Written and read back, the flag holds; a table written before it was kept
+    # reads every candidate as raced; anything but true or false is refused.
+    assert Measurement.from_json(b.to_json()) == b
+    legacy = {k: v for k, v in b.to_json().items() if k != "raced"}
+    assert Measurement.from_json(legacy).raced is True
+    with pytest.raises(ValueError, match="raced must be true or false, got 'no'"):
+        Measurement.from_json({**b.to_json(), "raced": "no"})

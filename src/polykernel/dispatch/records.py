@@ -123,7 +123,9 @@ class Measurement:
     over the passes) with that ratio's spread, the half-width of its interval
     (``ratio_error``, what :mod:`.ranking` compares by) and the rounds behind it,
     the same ratio with the machine's other cores busy (when measured), or why it
-    was not timed."""
+    was not timed; ``raced``: False for a candidate dropped from a pass's race (its
+    ratio then rests on that pass's first rounds only: it never wins, nor is it
+    its backend's best, while a raced one is there)."""
 
     choice: Choice
     status: str
@@ -135,6 +137,7 @@ class Measurement:
     rounds: int = 0
     loaded_ratio: float | None = None
     detail: str = ""
+    raced: bool = True
 
     @property
     def ok(self) -> bool:
@@ -152,6 +155,7 @@ class Measurement:
             "rounds": self.rounds,
             "loaded_ratio": self.loaded_ratio,
             "detail": self.detail,
+            "raced": self.raced,
         }
 
     @classmethod
@@ -179,8 +183,11 @@ class Measurement:
         detail = raw.get("detail", "")
         if not isinstance(detail, str):
             raise ValueError("detail must be a string")
+        raced = raw.get("raced", True)  # absent in tables written before it was kept
+        if type(raced) is not bool:
+            raise ValueError(f"raced must be true or false, got {raced!r}")
         return cls(Choice.from_json(raw), status, rounds=rounds, detail=detail[:500],
-                   **numbers)  # fmt: skip
+                   raced=raced, **numbers)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,10 +217,13 @@ class Entry:
     source: str = ""
 
     def best_of(self, backend: str) -> Choice | None:
-        """The fastest choice of ``backend`` this entry measured correct."""
+        """The fastest choice of ``backend`` this entry measured correct: of those
+        timed through the race where there are any (the rule the winner is chosen
+        by, ``tuning.results.entry``)."""
         ok = [m for m in self.measured if m.ok and m.choice.backend == backend]
         if ok:
-            return min(ok, key=lambda m: m.ratio or 0.0).choice
+            raced = [m for m in ok if m.raced] or ok
+            return min(raced, key=lambda m: m.ratio or 0.0).choice
         return self.winner if self.winner.backend == backend else None
 
     def ratios(self) -> dict[str, tuple[float, Choice]]:

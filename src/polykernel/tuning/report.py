@@ -63,6 +63,7 @@ class Measured:
             self.rounds if ok else 0,
             self.loaded_ratio if ok else None,
             self.detail,
+            self.raced,
         )
 
     def to_json(self) -> dict[str, Any]:
