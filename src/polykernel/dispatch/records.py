@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import values
+from .ranking import in_the_race
 
 __all__ = ["STATUSES", "Choice", "Entry", "Key", "Measurement", "Scope"]
 
@@ -217,13 +218,11 @@ class Entry:
     source: str = ""
 
     def best_of(self, backend: str) -> Choice | None:
-        """The fastest choice of ``backend`` this entry measured correct: of those
-        timed through the race where there are any (the rule the winner is chosen
-        by, ``tuning.results.entry``)."""
+        """The fastest choice of ``backend`` this entry measured correct, among
+        those in the race (:func:`.ranking.in_the_race`, as for the winner)."""
         ok = [m for m in self.measured if m.ok and m.choice.backend == backend]
         if ok:
-            raced = [m for m in ok if m.raced] or ok
-            return min(raced, key=lambda m: m.ratio or 0.0).choice
+            return min(in_the_race(ok), key=lambda m: m.ratio or 0.0).choice
         return self.winner if self.winner.backend == backend else None
 
     def ratios(self) -> dict[str, tuple[float, Choice]]:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..dispatch.ranking import Scored, choose
+from ..dispatch.ranking import Scored, choose, in_the_race
 from ..dispatch.records import Entry, Scope
 from .candidates import Candidate
 from .options import TuneOptions
@@ -105,13 +105,9 @@ def entry(
     """The case's entry (None when nothing was timed): the winner by the one rule,
     every candidate tried."""
     ok = [m for m in case.measured if m.status == "ok" and m.median_s is not None]
-    # Only candidates timed through the race compete: one dropped from it was more
-    # than twice the fastest's time, and the interval of its three rounds can be
-    # wide enough to tie it with the fastest (3.65x +-448 % under load: a kernel
-    # nine times slower kept). The default is never dropped (``runner``); were
-    # every candidate dropped in some pass, all of them compete.
-    competing = [m for m in ok if m.raced] or ok
-    scored = [Scored(m, m.ratio, m.ratio_error, m.loaded_ratio) for m in competing]
+    # The default is never dropped from the race (``runner``).
+    scored = [Scored(m, m.ratio, m.ratio_error, m.loaded_ratio)
+              for m in in_the_race(ok)]  # fmt: skip
     measured_default = next((m for m in ok if m.candidate == default), None)
     picked = choose(scored, default=measured_default)
     if picked is None:
