@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import zygote
 
 import polykernel as pk
 from polykernel import backends
+
+pytest_plugins = ("plugin_support",)  # fixtures: entry_points, distribution
 
 GOOD = "good = plugin_objects:GOOD"
 
@@ -148,7 +149,6 @@ import json
 import jax, jax.numpy as jnp
 import polykernel as pk
 
-pytest_plugins = ("plugin_support",)  # fixtures: entry_points, distribution
 op = pk.XLACustomKernel("probe.unrelated")
 op.def_kernel("pk_unregistered_kind", "cpu", lambda outs, **kw: lambda x: [x + 1])
 out = op(jnp.zeros(2, jnp.float32), outs=[jax.ShapeDtypeStruct((2,), jnp.float32)])
@@ -167,9 +167,10 @@ def test_installed_broken_plugins_leave_polykernel_info_and_calls_working(
         ["plugin_objects", "plugin_import_error", "plugin_empty_name"],
     )  # fmt: skip
     env = {**run_env, "PYTHONPATH": f"{site}:{run_env.get('PYTHONPATH', '')}"}
-    cli = [sys.executable, "-m", "polykernel.cli", "info"]
-    info = subprocess.run([*cli, "--json"], env=env, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    # Each a process of its own, forked by the zygote (the plugins' distribution
+    # is found on the child's own PYTHONPATH, when polykernel looks for plugins).
+    cli = ["-m", "polykernel.cli", "info"]
+    info = zygote.run([*cli, "--json"], env=env, timeout=120)
     assert info.returncode == 0, info.stderr
     rows = {r["backend"]: r for r in json.loads(info.stdout)["backends"]}
     assert rows["pk_plugin_good"]["usable"] is True
@@ -178,12 +179,11 @@ def test_installed_broken_plugins_leave_polykernel_info_and_calls_working(
         assert re.fullmatch(f"broken plugin, skipped: {cause}", rows[kind]["detail"])
         assert info.stderr.count(f"entry point '{kind} = {value}' of distribution "
                                  f"'pk-test-plugins'") == 1, kind  # fmt: skip
-    text = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=120)
+    text = zygote.run(cli, env=env, timeout=120)
     assert text.returncode == 0, text.stderr
     shown = r"string\s+-\s+no\s+broken plugin, skipped: it is str 'numba'"
     assert re.search(shown, text.stdout), text.stdout
-    probe = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
-                           text=True, timeout=120)  # fmt: skip
+    probe = zygote.run(["-c", PROBE], env=env, timeout=120)
     assert probe.returncode == 0, probe.stderr
     report = json.loads(probe.stdout.strip().splitlines()[-1])
     assert report["out"] == [1.0, 1.0] and "pk_plugin_good" in report["names"]

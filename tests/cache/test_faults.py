@@ -14,8 +14,6 @@ import fcntl
 import json
 import logging
 import os
-import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -25,6 +23,7 @@ import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
+import zygote
 from subprocess_support import SUPPORT, last_json, run_python
 
 import polykernel as pk
@@ -286,11 +285,12 @@ def test_a_fresh_staging_folder_is_not_pruned(fresh_cache):
 
 
 def _stress(env: dict, processes: int, kernels: int) -> list[dict]:
+    # Processes at once, forked by the zygote (each its own process, locks and
+    # file descriptors included; none pays the imports again).
     procs = [
-        subprocess.Popen([sys.executable, str(CHILD), str(kernels)], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        zygote.start([CHILD, str(kernels)], env=env, kind="full")
         for _ in range(processes)
-    ]  # fmt: skip
+    ]
     reports = []
     for proc in procs:
         out, err = proc.communicate(timeout=300)
@@ -337,9 +337,7 @@ def admin_race(tmp_path_factory) -> tuple[list[dict], dict[str, bool]]:
     root = tmp_path_factory.mktemp("admin-race") / "shared"
     env = {**os.environ, "POLYKERNEL_CACHE_DIR": str(root)}
     loops = {
-        admin: subprocess.Popen(
-            [sys.executable, "-c", ADMIN_LOOP.format(admin=admin)], env=env
-        )
+        admin: zygote.start(["-c", ADMIN_LOOP.format(admin=admin)], env=env)
         for admin in ADMIN_COMMANDS
     }
     try:
@@ -348,7 +346,7 @@ def admin_race(tmp_path_factory) -> tuple[list[dict], dict[str, bool]]:
     finally:
         for loop in loops.values():
             loop.kill()
-            loop.wait()
+            loop.communicate(timeout=60)
     return reports, survived
 
 

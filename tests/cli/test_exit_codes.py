@@ -21,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import zygote
 
 from polykernel import cli
 
@@ -244,12 +245,12 @@ def test_a_target_named_twice_is_warmed_once(capsys, files):
 
 
 def _real(args: list[str], run_env: dict, cwd: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "polykernel.cli", *args],
+    # A process of its own (forked by the zygote), as the command runs.
+    return zygote.run(
+        ["-m", "polykernel.cli", *args],
         env={**run_env, "PYTHONPATH": os.pathsep.join(
             p for p in (cwd, run_env.get("PYTHONPATH")) if p)},
-        cwd=cwd,
-        capture_output=True, text=True, timeout=120,
+        cwd=cwd, timeout=120,
     )  # fmt: skip
 
 

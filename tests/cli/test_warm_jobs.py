@@ -14,12 +14,12 @@ import itertools
 import os
 import re
 import subprocess
-import sys
 import textwrap
 import uuid
 from pathlib import Path
 
 import pytest
+import zygote
 
 from polykernel.cli.warm import default_jobs
 
@@ -87,10 +87,11 @@ def _warm(prims, run_env, jobs: int, cache: str) -> subprocess.CompletedProcess:
     env = {**run_env, "CXX": str(prims["cxx"]),
            "POLYKERNEL_CACHE_DIR": str(prims["dir"] / cache)}  # fmt: skip
     prims["log"].unlink(missing_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "polykernel.cli", "cache", "warm", "--platform",
-         "cpu", "--jobs", str(jobs), str(prims["path"])],
-        env=env, cwd=prims["dir"], capture_output=True, text=True, timeout=600,
+    # Forked by the zygote: a process of its own, as `polykernel cache warm` runs.
+    return zygote.run(
+        ["-m", "polykernel.cli", "cache", "warm", "--platform", "cpu",
+         "--jobs", str(jobs), str(prims["path"])],
+        env=env, cwd=prims["dir"], timeout=600,
     )  # fmt: skip
 
 

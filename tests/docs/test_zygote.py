@@ -200,3 +200,60 @@ def test_run_exits_as_python_does(run_env, tmp_path):
         assert proc.returncode == status
     assert "ValueError: bad" in zygote.run(["-c", "raise ValueError('bad')"],
                                            env=run_env).stderr  # fmt: skip
+
+
+# Each child says it is there, then waits until all three are: only children that
+# run at the same time get past the wait.
+TOGETHER = """
+import os, sys, time
+folder, me, status = sys.argv[1], sys.argv[2], int(sys.argv[3])
+open(os.path.join(folder, me), "w").close()
+end = time.monotonic() + 60
+while len(os.listdir(folder)) < 3 and time.monotonic() < end:
+    time.sleep(0.01)
+print(me, len(os.listdir(folder)), sys.stdin.read(), flush=True)
+print("to stderr", file=sys.stderr, flush=True)
+sys.exit(status)
+"""
+
+
+def test_started_children_run_at_the_same_time_as_popen_children_do(run_env, tmp_path):
+    import signal
+
+    folder = tmp_path / "here"
+    folder.mkdir()
+    log = tmp_path / "c.log"
+    children = [
+        zygote.start(["-c", TOGETHER, str(folder), "a", "0"], env=run_env),
+        zygote.start(["-c", TOGETHER, str(folder), "b", "3"], env=run_env, input="in"),
+        zygote.start(["-c", TOGETHER, str(folder), "c", "0"], env=run_env,
+                     stdout=log, stderr=subprocess.STDOUT),
+    ]  # fmt: skip
+    outputs = [child.communicate(timeout=120) for child in children]
+    assert [child.returncode for child in children] == [0, 3, 0]
+    assert outputs[:2] == [("a 3 \n", "to stderr\n"), ("b 3 in\n", "to stderr\n")]
+    assert outputs[2] == ("", "")  # written to the file, not captured
+    assert log.read_text() == "c 3 \nto stderr\n"  # one file, in order
+    assert len({child.pid for child in children} | {os.getpid()}) == 4
+    # A signal reaches the child; one after its exit is nothing (as for Popen).
+    sleeper = zygote.start(["-c", "import time; time.sleep(120)"], env=run_env)
+    assert sleeper.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        sleeper.wait(timeout=0.2)
+    sleeper.send_signal(signal.SIGTERM)
+    assert sleeper.wait(timeout=60) == -signal.SIGTERM
+    sleeper.kill()
+    assert sleeper.poll() == -signal.SIGTERM
+
+
+def test_a_zygote_with_children_running_keeps_them_when_another_replaces_it(
+    run_env, tmp_path
+):
+    code = "import sys, time; time.sleep(float(sys.argv[1])); print('done')"
+    child = zygote.start(["-c", code, "2"], env=run_env)
+    first = zygote.zygotes["jax"]
+    # JAX reads JAX_ENABLE_X64 at its import: another zygote serves this one.
+    other = zygote.run(["-c", code, "0"], env=dict(run_env, JAX_ENABLE_X64="1"))
+    assert other.stdout == "done\n" and zygote.zygotes["jax"] is not first
+    assert first.alive() and child.communicate(timeout=60) == ("done\n", "")
+    assert child.returncode == 0

@@ -20,14 +20,13 @@ defaults in ``test_rel_lock.py``.
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numba
 import numpy as np
 import pytest
+import zygote
 from reliability_support import F3, S, assert_usable, bad, run_case
 
 import polykernel as pk
@@ -305,10 +304,9 @@ def test_outs_contradicting_a_jax_raw_kernel_name_the_output(case):
 def test_cli_module_calling_sys_exit_exits_2_in_a_real_process(tmp_path, run_env):
     module = tmp_path / "exits.py"
     module.write_text("import sys\nsys.exit(0)\n")  # even a 'success' exit
-    out = subprocess.run(
-        [sys.executable, "-m", "polykernel.cli", "list", "--no-catalog", "-m",
-         str(module)],
-        env=run_env, capture_output=True, text=True, timeout=120,
+    out = zygote.run(  # a process of its own, forked by the zygote
+        ["-m", "polykernel.cli", "list", "--no-catalog", "-m", str(module)],
+        env=run_env, timeout=120,
     )  # fmt: skip
     assert out.returncode == 2, out.stderr
     assert "called sys.exit(0) while being imported" in out.stderr

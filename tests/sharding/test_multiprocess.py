@@ -16,11 +16,10 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import zygote
 from subprocess_support import SUPPORT, last_json, run_python
 
 CHILD = SUPPORT / "multiprocess_child.py"
@@ -63,16 +62,13 @@ def exported(tmp_path_factory) -> tuple[Path, Path]:
 def _run(envs: list[dict], artefact: Path) -> list[dict]:
     """Start the processes together; their reports, in process order."""
     port = str(_free_port())
+    # Forked by the zygote, which started no JAX backend: each initialises the
+    # job and its devices as a fresh process does, without the imports.
     procs = [
-        subprocess.Popen(
-            [sys.executable, str(CHILD), "run", str(i), str(PROCESSES), port, artefact],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        zygote.start([CHILD, "run", str(i), str(PROCESSES), port, artefact],
+                     env=env, kind="full")
         for i, env in enumerate(envs)
-    ]
+    ]  # fmt: skip
     reports = []
     for proc in procs:
         try:

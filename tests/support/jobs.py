@@ -1,6 +1,13 @@
 """Running a test ``jax.distributed`` job: N processes of ``job_worker.py`` on
 this machine (CPU devices, gloo, loopback), each with its own config, cache and
-environment, under a hard time limit (a job past it is killed: a hang fails)."""
+environment, under a hard time limit (a job past it is killed: a hang fails).
+
+The processes are children of the test process's ``jax`` zygote, started together
+(``zygote.start``): each is its own process, as a job's members on one machine
+are, without paying JAX's and polykernel's imports once more each. A zygote
+imports nothing that reads the variables each member gets (``POLYKERNEL_*``,
+``NUMBA_*``, the worker's ``TEST_*``), and starts no JAX backend:
+``jax.distributed.initialize`` runs first in each member, as in a fresh one."""
 
 from __future__ import annotations
 
@@ -9,12 +16,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import zygote
 
 WORKER = Path(__file__).with_name("job_worker.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -29,7 +37,7 @@ def free_port() -> int:
 class Job:
     """The processes of one test job and what each wrote."""
 
-    def __init__(self, procs: list[subprocess.Popen], out: Path, started: float):
+    def __init__(self, procs: list[zygote.Child], out: Path, started: float):
         self.procs, self.out, self.started = procs, out, started
         self.results: dict[int, dict[str, Any]] = {}
         self.wall = 0.0
@@ -68,16 +76,17 @@ def start_job(
             PYTHONPATH=os.pathsep.join(
                 filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])
             ),
+            # CPU devices only, also on GPU runs: JAX reads it at import (the
+            # zygote's), so the worker cannot set it itself.
+            JAX_PLATFORMS="cpu",
             NUMBA_THREADING_LAYER="omp",
             POLYKERNEL_JOB_TIMEOUT="6",
         )
         e.update(common or {})
         e.update((env or {}).get(index, {}))
-        with open(out / f"log-{index}.txt", "w") as log:  # the child keeps its own
-            procs.append(subprocess.Popen(
-                [sys.executable, str(WORKER), scenario, str(index), str(count),
-                 str(port), str(out)], env=e, stdout=log, stderr=subprocess.STDOUT,
-            ))  # fmt: skip
+        argv = [str(WORKER), scenario, str(index), str(count), str(port), str(out)]
+        log = out / f"log-{index}.txt"
+        procs.append(zygote.start(argv, env=e, stdout=log, stderr=subprocess.STDOUT))
     return Job(procs, out, time.monotonic())
 
 
@@ -91,6 +100,7 @@ def finish(job: Job, limit: float, expect_dead: Sequence[int] = ()) -> Job:
         except subprocess.TimeoutExpired:
             for p in job.procs:
                 p.kill()
+                p.wait(timeout=60)
             logs = "\n".join(
                 f"--- {i}:\n" + (job.out / f"log-{i}.txt").read_text()[-3000:]
                 for i in range(len(job.procs))
@@ -120,7 +130,7 @@ def kill_when(job: Job, index: int, marker: str, delay: float) -> None:
 
 
 def slow_down(
-    proc: subprocess.Popen, factor: int = 10, until: Path | None = None
+    proc: zygote.Child, factor: int = 10, until: Path | None = None
 ) -> threading.Thread:
     """Run ``proc`` at about 1/``factor`` speed (stopped 90% of every 100 ms), until
     it exits or the file ``until`` appears."""

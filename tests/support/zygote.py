@@ -26,7 +26,8 @@ set such a variable in ``os.environ`` before importing the package would not be
 heard (none of ours does); the children share the zygote's ``str`` hash seed
 (``PYTHONHASHSEED``: a test that needs another sets it, and gets another zygote).
 A warning those imports print goes to the zygote's log, not to the script's
-stderr. The zygote runs one child at a time: not for scripts meant to run at once.
+stderr. ``run`` waits for its child; ``start`` returns at once, for children meant
+to run at the same time (:class:`Child`, a ``subprocess.Popen`` of the zygote's).
 The children share its memory layout too (libraries it loaded are at the same
 addresses in each): a test of what loads in *another* process starts a real one.
 The zygote freezes what it imported (``gc.freeze``): a child's collections skip it.
@@ -35,9 +36,11 @@ Numba's one-off set-up of its compiler is then not paid again by each child.
 
 Two kinds of zygote (:data:`PRELOADS`): ``full`` for the docs pages and examples,
 and ``jax`` (no Numba) for commands and child scripts that tests start one after
-another: ``python -m polykernel.cli ...``, ``python -c CODE`` (:func:`run`). Either
-serves requests whatever their ``POLYKERNEL_*``, ``WARP_*``, ``TRITON_*`` and
-``PYTHONPATH``, a ``jax`` one whatever their ``NUMBA_*`` too (:func:`per_child`): no
+another: ``python -m polykernel.cli ...``, ``python -c CODE`` (:func:`run`), or at
+once (:func:`start`: processes racing on one cache, a ``jax.distributed`` job). Either
+serves requests whatever their ``POLYKERNEL_*``, ``WARP_*``, ``TRITON_*``, ``TEST_*``
+(our child scripts' settings) and ``PYTHONPATH``, a ``jax`` one whatever their
+``NUMBA_*`` too (:func:`per_child`): no
 package it imported reads them at import (``tests/docs/test_zygote.py`` traces
 that), and a child's ``sys.path`` is rebuilt from its own ``PYTHONPATH`` as Python
 would; but only a ``PYTHONPATH`` that starts Python with the zygote's own
@@ -46,16 +49,18 @@ what a fresh interpreter itself is tested for: what importing a module imports o
 starts, or an identity that must hold across hash seeds.
 
 ``python zygote.py KIND`` is the server (requests on stdin, replies on stdout, one
-JSON line each); tests call ``run_script`` or ``run``.
+JSON line each); tests call ``run_script``, ``run`` or ``start``.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -71,12 +76,12 @@ PRELOADS = {
 }
 #: Variables no package reads at import: a child gets the request's value, and a
 #: zygote serves requests that differ only in these (pytest sets the first per test).
-PER_CHILD = frozenset({"PYTEST_CURRENT_TEST"})
+PER_CHILD = frozenset({"PYTEST_CURRENT_TEST", "CC", "CXX"})
 #: Beyond those, by kind: prefixes of variables its preload does not read at import
 #: (pinned by a test that traces every read), and ``PYTHONPATH`` (see ``_path``).
 _LAZY = {
-    "full": ("POLYKERNEL_", "WARP_", "TRITON_"),
-    "jax": ("POLYKERNEL_", "WARP_", "TRITON_", "NUMBA_"),
+    "full": ("POLYKERNEL_", "WARP_", "TRITON_", "TEST_"),
+    "jax": ("POLYKERNEL_", "WARP_", "TRITON_", "TEST_", "NUMBA_"),
 }
 
 
@@ -107,13 +112,20 @@ def _check_fork_safe() -> str | None:
 
 
 def _serve(requests, replies) -> dict | None:
-    """Fork a child per request; return the request in the child, None at EOF."""
+    """Fork a child per request; return the request in the child, None at EOF.
+    A request waits for its child's exit and replies its status, or, ``detached``,
+    replies at once; a ``reap`` request then waits for that child (the client asks
+    once the child has exited: it watches it through a pidfd)."""
 
     def reply(**entry: object) -> None:
         replies.write((json.dumps(entry) + "\n").encode())
 
     for line in requests:
         request = json.loads(line)
+        if "reap" in request:
+            _, status = os.waitpid(request["reap"], 0)
+            reply(returncode=os.waitstatus_to_exitcode(status))
+            continue
         if (unsafe := _check_fork_safe()) is not None:
             reply(error=unsafe)
             continue
@@ -125,6 +137,8 @@ def _serve(requests, replies) -> dict | None:
             replies.close()
             return request
         reply(pid=pid)
+        if request.get("detached"):
+            continue
         _, status = os.waitpid(pid, 0)
         reply(returncode=os.waitstatus_to_exitcode(status))
     return None
@@ -175,6 +189,9 @@ def _become(request: dict) -> tuple[str, str]:
         (1, request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
         (2, request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
     ):
+        if fd == 2 and path == request["stdout"]:
+            os.dup2(1, 2)  # one file, one offset: as ``stderr=subprocess.STDOUT``
+            continue
         opened = os.open(path, flags, 0o600)
         os.dup2(opened, fd)
         os.close(opened)
@@ -269,7 +286,7 @@ def _server() -> None:
 
 class Zygote:
     """One server process of one kind, serving one environment (but for the
-    variables it gives each child, :func:`per_child`), one child at a time."""
+    variables it gives each child, :func:`per_child`)."""
 
     def __init__(self, env: dict[str, str], kind: str = "full") -> None:
         self.env, self.kind = dict(env), kind
@@ -285,6 +302,7 @@ class Zygote:
             bufsize=0,
         )
         self._buffer = b""
+        self._children: list[Child] = []  # started with start(), not yet reaped
         ready = self._read(timeout=300)
         if not ready.get("ready"):
             self.close()
@@ -338,7 +356,62 @@ class Zygote:
                 [sys.executable, *argv], ended["returncode"], _text(out), _text(err)
             )
 
+    def start(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | Path,
+        input: str | None = None,
+        stdout: str | Path | None = None,
+        stderr: str | Path | int | None = None,
+    ) -> Child:
+        """Start ``python *argv`` in a forked child and return at once (children run
+        at the same time); like ``subprocess.Popen``: ``stdout``/``stderr`` a file
+        to write, ``None`` to capture (``Child.communicate`` reads them), or
+        ``stderr=subprocess.STDOUT``."""
+        assert self.serves(env)
+        # A folder for what is captured or given (removed by communicate/cleanup);
+        # none when the output goes to files of the caller's.
+        tmp = None
+        if stdout is None or stderr is None or input is not None:
+            tmp = Path(tempfile.mkdtemp(prefix="polykernel-zygote-"))
+        out = Path(stdout) if stdout is not None else Path(tmp, "stdout")
+        if stderr == subprocess.STDOUT:
+            err = out
+        else:
+            err = Path(tmp, "stderr") if stderr is None else Path(str(stderr))
+        request = {"argv": argv, "cwd": str(cwd), "env": env, "detached": True}
+        request |= {"stdout": str(out), "stderr": str(err)}
+        if input is not None:
+            (tmp / "stdin").write_text(input)
+            request["stdin"] = str(tmp / "stdin")
+        assert self._proc.stdin is not None
+        self._proc.stdin.write((json.dumps(request) + "\n").encode())
+        started = self._read(timeout=60)
+        if "error" in started:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            raise RuntimeError(f"the zygote refused to fork: {started['error']}")
+        child = Child(self, started["pid"], [sys.executable, *argv], out, err, tmp)
+        self._children.append(child)
+        return child
+
+    def busy(self) -> bool:
+        """Whether a child :meth:`start` started has not been reaped yet."""
+        return any(child.returncode is None for child in self._children)
+
+    def _reap(self, child: Child) -> int:
+        """The exit status of ``child``, which has exited (its pidfd said so)."""
+        assert self._proc.stdin is not None
+        self._proc.stdin.write((json.dumps({"reap": child.pid}) + "\n").encode())
+        self._children.remove(child)
+        return int(self._read(timeout=60)["returncode"])
+
     def close(self) -> None:
+        for child in list(self._children):  # none outlives its zygote
+            child.kill()
+            child.wait(timeout=60)
+            child.cleanup()
         if self._proc.poll() is None:
             assert self._proc.stdin is not None
             self._proc.stdin.close()  # EOF: the server returns
@@ -369,6 +442,75 @@ class Zygote:
         return json.loads(line)
 
 
+class Child:
+    """A child :meth:`Zygote.start` started: what the tests use of
+    ``subprocess.Popen``. Watched through a pidfd, not by its pid (it is the
+    zygote's child, not ours): a signal goes to that process even after it has
+    exited, never to another that got its pid; its exit status comes from the
+    zygote, which reaps it when we ask (once the pidfd says it has exited)."""
+
+    def __init__(
+        self,
+        zygote: Zygote,
+        pid: int,
+        args: list[str],
+        out: Path,
+        err: Path,
+        tmp: Path | None,
+    ) -> None:
+        self.pid, self.args, self.returncode = pid, args, None
+        self._zygote, self._out, self._err, self._tmp = zygote, out, err, tmp
+        # Opened before we ask the zygote anything else: until then it reaps
+        # nothing, so the pid is still this child's.
+        self._pidfd: int | None = os.pidfd_open(pid)
+
+    def poll(self) -> int | None:
+        return self.wait(timeout=0) if self._exited(0) else self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if not self._exited(timeout):
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            self.returncode = self._zygote._reap(self)
+            assert self._pidfd is not None
+            os.close(self._pidfd)
+            self._pidfd = None
+        return self.returncode
+
+    def communicate(
+        self, input: None = None, timeout: float | None = None
+    ) -> tuple[str, str]:
+        """Wait for the exit; the captured stdout and stderr (stdin is given to
+        :meth:`Zygote.start`, before the child runs)."""
+        assert input is None, "give stdin to start(input=...)"
+        self.wait(timeout)
+        out = _text(self._out) if self._out.parent == self._tmp else ""
+        err = _text(self._err) if self._err.parent == self._tmp else ""
+        self.cleanup()
+        return out, err
+
+    def send_signal(self, sig: int) -> None:
+        if self._pidfd is not None:  # one that has exited: nothing, as for Popen
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def cleanup(self) -> None:
+        """Remove the captured output and stdin (after the exit)."""
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _exited(self, timeout: float | None) -> bool:
+        if self._pidfd is None:
+            return self.returncode is not None
+        return bool(select.select([self._pidfd], [], [], timeout)[0])
+
+
 def _text(path: Path) -> str:
     # As subprocess's text mode reads it: locale encoding, universal newlines.
     return path.read_text() if path.exists() else ""
@@ -382,7 +524,8 @@ zygotes: dict[str, Zygote] = {}
 def _zygote(kind: str, env: dict[str, str]) -> Zygote:
     found = zygotes.get(kind)
     if found is not None and not (found.alive() and found.serves(env)):
-        found.close()
+        if not found.busy():  # else its children keep it until they are done
+            found.close()  # (closed at exit, as every zygote: atexit below)
         found = None
     if found is None:
         found = zygotes[kind] = Zygote(env, kind)
@@ -423,6 +566,25 @@ def run(
     argv = [str(a) for a in argv]
     cwd = os.getcwd() if cwd is None else cwd
     return _zygote(kind, env).run(argv, env, cwd, timeout, input)
+
+
+def start(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: str | Path | None = None,
+    input: str | None = None,
+    stdout: str | Path | None = None,
+    stderr: str | Path | int | None = None,
+    kind: str = "jax",
+) -> Child:
+    """``subprocess.Popen([python, *argv], env=env, cwd=cwd, ...)`` in a child of
+    this test process's ``kind`` zygote, for children meant to run at the same time
+    (processes racing on one cache, the members of a ``jax.distributed`` job):
+    :meth:`Zygote.start`. ``input`` is the child's whole stdin."""
+    argv = [str(a) for a in argv]
+    cwd = os.getcwd() if cwd is None else cwd
+    return _zygote(kind, env).start(argv, env, cwd, input, stdout, stderr)
 
 
 if __name__ == "__main__":
