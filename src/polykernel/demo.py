@@ -210,8 +210,10 @@ def tuned_dispatch(
         )
         for n in (1_000, 1_000_000)
     ]
-    seconds = 0.3 if settings.target_spread is None else 1.0
-    report = op.tune(platform="cpu", configs=cases, case_seconds=seconds, save=False)
+    # --quick (a smoke test: no target spread) tunes in one short pass.
+    quick = settings.target_spread is None
+    report = op.tune(platform="cpu", configs=cases, case_seconds=0.3 if quick else 1.0,
+                     passes=1 if quick else 2, save=False)  # fmt: skip
     lines = ["== dispatch: scaled_add (pk.explain_dispatch; op.tune(save=False)) =="]
     for case, tuned in zip(cases, report.cases, strict=True):
         (decision,) = explain_dispatch(
