@@ -246,17 +246,18 @@ def test_usage_errors_exit_2(run, tmp_path, args, message):
 
 # A real Numba kernel and a reference doing the same single-threaded work (the
 # reference through a host callback into the same loop), so that the load of a
-# shared machine slows both alike; COMPARE_REPS=48 makes the kernel 1.5x slower
-# (COMPARE_REPS_FIRST: only in the first timing of the process). 32 rounds of
+# shared machine slows both alike; TEST_COMPARE_REPS=48 makes the kernel 1.5x slower
+# (TEST_COMPARE_REPS_FIRST: only in the first timing of the process). 32 rounds of
 # sines per element, about 3 ms: the callback's own cost (0.1-0.4 ms, moving
-# with the load) stays a small part of the reference's time.
+# with the load) stays a small part of the reference's time. (TEST_*: variables
+# the zygote gives each child, which then share one zygote.)
 WORK_MODULE = textwrap.dedent(
     """
     import os
     import jax, numba, numpy as np, polykernel as pk
 
-    REPS = int(os.environ.get("COMPARE_REPS", "32"))
-    FIRST = int(os.environ.get("COMPARE_REPS_FIRST", REPS))
+    REPS = int(os.environ.get("TEST_COMPARE_REPS", "32"))
+    FIRST = int(os.environ.get("TEST_COMPARE_REPS_FIRST", REPS))
     timings = []
 
     @numba.njit(cache=True)
@@ -303,8 +304,8 @@ def test_identical_code_twice_passes_and_a_kernel_slowed_by_half_fails(
     def benchmark(reps: int, *args: str, first=None) -> subprocess.CompletedProcess:
         cmd = ["-m", "polykernel.cli", "benchmark", "--no-catalog",
                "--module", "work_ops.py", "--no-progress", *args]  # fmt: skip
-        env = run_env | {"COMPARE_REPS": str(reps),
-                         "COMPARE_REPS_FIRST": str(first or reps)}  # fmt: skip
+        env = run_env | {"TEST_COMPARE_REPS": str(reps),
+                         "TEST_COMPARE_REPS_FIRST": str(first or reps)}  # fmt: skip
         return zygote.run(cmd, env=env, cwd=tmp_path, timeout=300)
 
     first = benchmark(32, "-o", "old.json")
