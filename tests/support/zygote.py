@@ -37,12 +37,12 @@ Numba's one-off set-up of its compiler is then not paid again by each child.
 Two kinds of zygote (:data:`PRELOADS`): ``full`` for the docs pages and examples,
 and ``jax`` (no Numba) for commands and child scripts that tests start one after
 another: ``python -m polykernel.cli ...``, ``python -c CODE`` (:func:`run`), or at
-once (:func:`start`: processes racing on one cache, a ``jax.distributed`` job). Either
-serves requests whatever their ``POLYKERNEL_*``, ``WARP_*``, ``TRITON_*``, ``TEST_*``
-(our child scripts' settings) and ``PYTHONPATH``, a ``jax`` one whatever their
-``NUMBA_*`` too (:func:`per_child`): no
-package it imported reads them at import (``tests/docs/test_zygote.py`` traces
-that), and a child's ``sys.path`` is rebuilt from its own ``PYTHONPATH`` as Python
+once (:func:`start`: processes racing on one cache, a ``jax.distributed`` job).
+Either serves requests whatever their ``POLYKERNEL_*``, ``WARP_*``, ``TRITON_*``,
+``TEST_*`` (our child scripts' settings), ``CC``, ``CXX`` and ``PYTHONPATH``, a
+``jax`` one whatever their ``NUMBA_*`` too (:func:`per_child`): no package it
+imported reads them at import (``tests/docs/test_zygote.py`` traces that), and a
+child's ``sys.path`` is rebuilt from its own ``PYTHONPATH`` as Python
 would; but only a ``PYTHONPATH`` that starts Python with the zygote's own
 ``sitecustomize`` (the run's, or none): Python imports it at start-up. Not for
 what a fresh interpreter itself is tested for: what importing a module imports or
