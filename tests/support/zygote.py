@@ -112,10 +112,10 @@ def _check_fork_safe() -> str | None:
 
 
 def _serve(requests, replies) -> dict | None:
-    """Fork a child per request; return the request in the child, None at EOF.
-    A request waits for its child's exit and replies its status, or, ``detached``,
-    replies at once; a ``reap`` request then waits for that child (the client asks
-    once the child has exited: it watches it through a pidfd)."""
+    """Fork a child per request and reply its pid; return the request in the
+    child, None at EOF. A ``reap`` request waits for that child and replies its exit
+    status (the client asks once the child has exited: it watches it through a
+    pidfd, and the children of several requests run at the same time)."""
 
     def reply(**entry: object) -> None:
         replies.write((json.dumps(entry) + "\n").encode())
@@ -137,10 +137,6 @@ def _serve(requests, replies) -> dict | None:
             replies.close()
             return request
         reply(pid=pid)
-        if request.get("detached"):
-            continue
-        _, status = os.waitpid(pid, 0)
-        reply(returncode=os.waitstatus_to_exitcode(status))
     return None
 
 
@@ -330,31 +326,20 @@ class Zygote:
         input: str | None = None,
     ) -> subprocess.CompletedProcess:
         """Run ``python *argv`` in a forked child; like ``subprocess.run`` with
-        ``capture_output=True, text=True``."""
-        assert self.serves(env)
-        with tempfile.TemporaryDirectory(prefix="polykernel-zygote-") as tmp:
-            out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
-            request = {"argv": argv, "cwd": str(cwd), "env": env}
-            request |= {"stdout": str(out), "stderr": str(err)}
-            if input is not None:
-                (Path(tmp) / "stdin").write_text(input)
-                request["stdin"] = str(Path(tmp) / "stdin")
-            assert self._proc.stdin is not None
-            self._proc.stdin.write((json.dumps(request) + "\n").encode())
-            started = self._read(timeout=60)
-            if "error" in started:
-                raise RuntimeError(f"the zygote refused to fork: {started['error']}")
-            try:
-                ended = self._read(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.kill(started["pid"], signal.SIGKILL)
-                self._read(timeout=60)
-                raise subprocess.TimeoutExpired(
-                    argv, timeout, _text(out).encode(), _text(err).encode()
-                ) from None
-            return subprocess.CompletedProcess(
-                [sys.executable, *argv], ended["returncode"], _text(out), _text(err)
-            )
+        ``capture_output=True, text=True``: :meth:`start`, then wait."""
+        child = self.start(argv, env, cwd, input)
+        try:
+            child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            out, err = child.communicate(timeout=60)
+            raise subprocess.TimeoutExpired(
+                argv, timeout, out.encode(), err.encode()
+            ) from None
+        out, err = child.communicate()
+        return subprocess.CompletedProcess(
+            [sys.executable, *argv], child.returncode, out, err
+        )
 
     def start(
         self,
@@ -380,7 +365,7 @@ class Zygote:
             err = out
         else:
             err = Path(tmp, "stderr") if stderr is None else Path(str(stderr))
-        request = {"argv": argv, "cwd": str(cwd), "env": env, "detached": True}
+        request = {"argv": argv, "cwd": str(cwd), "env": env}
         request |= {"stdout": str(out), "stderr": str(err)}
         if input is not None:
             (tmp / "stdin").write_text(input)
