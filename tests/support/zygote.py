@@ -383,7 +383,7 @@ class Zygote:
 
     def busy(self) -> bool:
         """Whether a child :meth:`start` started has not been reaped yet."""
-        return any(child.returncode is None for child in self._children)
+        return bool(self._children)
 
     def _reap(self, child: Child) -> int:
         """The exit status of ``child``, which has exited (its pidfd said so)."""
@@ -450,7 +450,10 @@ class Child:
         self._pidfd: int | None = os.pidfd_open(pid)
 
     def poll(self) -> int | None:
-        return self.wait(timeout=0) if self._exited(0) else self.returncode
+        try:
+            return self.wait(timeout=0)
+        except subprocess.TimeoutExpired:
+            return None
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
@@ -491,8 +494,7 @@ class Child:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _exited(self, timeout: float | None) -> bool:
-        if self._pidfd is None:
-            return self.returncode is not None
+        """Whether the child has exited within ``timeout`` (before it is reaped)."""
         return bool(select.select([self._pidfd], [], [], timeout)[0])
 
 
