@@ -284,7 +284,9 @@ CACHE_DAMAGE = [
 
 @pytest.mark.bad_input
 @pytest.mark.parametrize("kind", CACHE_DAMAGE)
-def test_damaged_cache_root_maintenance_still_works(kind):
+def test_damaged_cache_root_maintenance_still_works(kind, tmp_path, monkeypatch):
+    # A root of its own: the run's is shared by every process of the run.
+    monkeypatch.setenv("POLYKERNEL_CACHE_DIR", str(tmp_path / "cache"))
     _damage(kind)
     report = cache_admin.info()
     assert report["exists"] and report["files"] >= 0
@@ -371,9 +373,15 @@ def _edit_meta(entry: Path, drop: str | None = None, **changes) -> None:
 
 @pytest.mark.bad_input
 @pytest.mark.slow
-def test_damaged_numba_cache_entries_rebuild_in_a_new_process(tmp_path, run_env):
+def test_damaged_numba_cache_entries_rebuild_in_a_new_process(
+    tmp_path, run_env, monkeypatch
+):
     """Each kernel's cache entry is damaged a different way; a new process still
     computes every kernel correctly (each damaged entry is a miss, then rebuilt)."""
+    # A root of its own, this process's and the child's (the run's is shared).
+    cache = str(tmp_path / "cache")
+    monkeypatch.setenv("POLYKERNEL_CACHE_DIR", cache)
+    run_env = dict(run_env, POLYKERNEL_CACHE_DIR=cache)
     damage = list(NUMBA_DAMAGE.values())
     factors = range(2, len(damage) + 2)
     (tmp_path / "corrupt_kernels.py").write_text(
