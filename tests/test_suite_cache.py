@@ -11,6 +11,7 @@ import textwrap
 import jax
 import jax.numpy as jnp
 import numpy as np
+from run_folders import assert_shared_by_the_run
 from subprocess_support import last_json, run_python
 
 import polykernel as pk
@@ -45,14 +46,7 @@ CHILD = textwrap.dedent(
 def test_the_run_shares_one_polykernel_cache():
     path = os.environ["POLYKERNEL_CACHE_DIR"]
     assert path == os.environ["POLYKERNEL_TEST_CACHE"] == str(config.cache_root())
-    run_dir = os.path.dirname(path)  # the first process's run directory
-    assert os.path.basename(path) == "polykernel-cache"
-    assert os.path.basename(run_dir).startswith("polykernel-tests-")
-    # A pytest-xdist worker uses the controller's (its own run directory is
-    # another): the workers share it.
-    own_run_dir = os.path.dirname(os.environ["TMPDIR"])
-    worker = "PYTEST_XDIST_WORKER" in os.environ
-    assert (run_dir != own_run_dir) == worker, (run_dir, own_run_dir)
+    assert_shared_by_the_run(path, "polykernel-cache")
 
 
 def test_a_kernel_built_here_is_loaded_from_the_runs_cache_by_a_child(

@@ -11,6 +11,7 @@ import sys
 import jax
 import jax.numpy as jnp
 import pytest
+from run_folders import assert_shared_by_the_run
 from subprocess_support import last_json, run_python
 
 pytestmark = pytest.mark.skipif(
@@ -31,17 +32,10 @@ print(json.dumps(events))
 def test_the_run_shares_one_cache_that_keeps_every_program():
     path = os.environ["JAX_COMPILATION_CACHE_DIR"]
     assert path == os.environ["POLYKERNEL_TEST_JAX_CACHE"]
-    run_dir = os.path.dirname(path)  # the first process's run directory
-    assert os.path.basename(path) == "jax-cache"
-    assert os.path.basename(run_dir).startswith("polykernel-tests-")
+    assert_shared_by_the_run(path, "jax-cache")
     assert jax.config.jax_compilation_cache_dir == path
     assert jax.config.jax_persistent_cache_min_compile_time_secs == 0
     assert jax.config.jax_persistent_cache_min_entry_size_bytes == 0
-    # A pytest-xdist worker uses the controller's (its run directory is another):
-    # the workers share it.
-    own_run_dir = os.path.dirname(os.environ["TMPDIR"])
-    worker = "PYTEST_XDIST_WORKER" in os.environ
-    assert (run_dir != own_run_dir) == worker, (run_dir, own_run_dir)
 
 
 def test_a_program_compiled_here_is_loaded_by_a_child_process():

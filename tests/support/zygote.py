@@ -326,17 +326,16 @@ class Zygote:
         input: str | None = None,
     ) -> subprocess.CompletedProcess:
         """Run ``python *argv`` in a forked child; like ``subprocess.run`` with
-        ``capture_output=True, text=True``: :meth:`start`, then wait."""
+        ``capture_output=True, text=True``: :meth:`start`, then communicate."""
         child = self.start(argv, env, cwd, input)
         try:
-            child.wait(timeout)
+            out, err = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             child.kill()
             out, err = child.communicate(timeout=60)
             raise subprocess.TimeoutExpired(
                 argv, timeout, out.encode(), err.encode()
             ) from None
-        out, err = child.communicate()
         return subprocess.CompletedProcess(
             [sys.executable, *argv], child.returncode, out, err
         )
